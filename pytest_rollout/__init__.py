@@ -1,0 +1,48 @@
+"""pytest-rollout: golden-run trace diffing for LLM agents."""
+
+from __future__ import annotations
+
+from .canonical import CanonicalOptions as CanonicalOptions
+from .canonical import canonicalize as canonicalize
+from .compare import Comparison as Comparison
+from .compare import StepStatus as StepStatus
+from .compare import compare as compare
+from .errors import RolloutError as RolloutError
+from .errors import RolloutFormatError as RolloutFormatError
+from .errors import RolloutWarning as RolloutWarning
+from .events import Event as Event
+from .loader import Limits as Limits
+from .loader import Rollout as Rollout
+from .loader import load as load
+from .loader import loads as loads
+from .recorder import Recorder as Recorder
+from .sanitize import sanitize as sanitize
+from .score import RunSummary as RunSummary
+from .score import Score as Score
+from .score import score as score
+from .score import summarize as summarize
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CanonicalOptions",
+    "Comparison",
+    "Event",
+    "Limits",
+    "Recorder",
+    "Rollout",
+    "RolloutError",
+    "RolloutFormatError",
+    "RolloutWarning",
+    "RunSummary",
+    "Score",
+    "StepStatus",
+    "__version__",
+    "canonicalize",
+    "compare",
+    "load",
+    "loads",
+    "sanitize",
+    "score",
+    "summarize",
+]

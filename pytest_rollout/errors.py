@@ -1,0 +1,40 @@
+"""The exception and warning roots of pytest-rollout."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["RolloutError", "RolloutFormatError", "RolloutWarning"]
+
+
+class RolloutError(Exception):
+    """Root of every error pytest-rollout raises on purpose."""
+
+    __module__ = "pytest_rollout"
+
+
+class RolloutFormatError(RolloutError):
+    """A rollout file was refused: it breaks the on-disk contract or a loader limit.
+
+    ``path`` is the file, ``line`` the 1-based line number (``None`` when the refusal
+    concerns the whole file, e.g. its size or kind) and ``reason`` a sentence saying
+    what is wrong.
+    """
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, reason: str) -> None:
+        self.path = os.fspath(path)
+        self.line = line
+        self.reason = reason
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self) -> tuple[type[RolloutFormatError], tuple[str, int | None, str]]:
+        return (type(self), (self.path, self.line, self.reason))
+
+
+class RolloutWarning(UserWarning):
+    """Root of every warning pytest-rollout emits."""
+
+    __module__ = "pytest_rollout"

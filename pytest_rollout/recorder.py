@@ -1,0 +1,291 @@
+"""The recorder: turns emitted events into rollout lines (DESIGN 3), cheaply and safely.
+
+``emit`` snapshots the payload into orjson bytes at once (later mutation by the agent cannot
+change what was recorded), assigns ``seq`` and the step under one lock, and appends the line
+to an in-memory buffer that is written to the file in batches. It never raises into the
+caller: a payload that cannot be encoded, an event past the event cap or a failed write is
+counted, and events lost before a later one is recorded are marked by a
+``recorder.drop_detected`` line in their place. The terminal event is always recorded, so a
+recorded file stays loadable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from .events import (
+    DROP_DETECTED,
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    RUN_STARTED,
+    TERMINAL_TYPES,
+)
+from .loader import DEFAULT_LIMITS, Rollout, loads
+
+__all__ = ["Recorder", "RecorderStats", "encode_payload"]
+
+_LINE: Final = b'{"ts":"%b.%06dZ","seq":%d,"type":%b,"data":%b}\n'
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderStats:
+    """What happened to the emitted events."""
+
+    recorded: int
+    dropped: int
+    encode_errors: int
+    write_errors: int
+
+
+def _default(value: Any) -> Any:
+    """Encode the common non-JSON types agents pass around; refuse everything else."""
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    dump = getattr(value, "model_dump", None)  # pydantic v2 models
+    if callable(dump):
+        return dump(mode="json")
+    raise TypeError(f"cannot record a value of type {type(value).__name__}")
+
+
+def _placeholder(value: Any) -> Any:
+    try:
+        return _default(value)
+    except Exception:
+        return f"<unrecordable {type(value).__name__}>"
+
+
+def encode_payload(data: Mapping[str, Any]) -> bytes:
+    """Encode an event payload the way the recorder does (raises on unencodable data)."""
+    try:
+        return orjson.dumps(data, default=_default)
+    except TypeError:
+        # Non-string keys make orjson several times slower, so allow them only when needed.
+        return orjson.dumps(data, default=_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+class Recorder:
+    """Records one run's events as rollout lines, in memory and optionally to ``path``.
+
+    Steps follow DESIGN 3 unless the payload names one: ``run.started`` is step 0, each
+    ``llm.turn.started`` (or a ``llm.turn.completed`` with no start of its own) opens the
+    next step, and every other event carries the current step.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        max_events: int = DEFAULT_LIMITS.events,
+        flush_every: int = 512,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.path = None if path is None else os.fspath(path)
+        self._max_events = max(max_events, 3)
+        self._flush_every = flush_every
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buffer = bytearray()
+        self._count = 0
+        self._written = 0
+        self._unwritten = 0
+        self._fd: int | None = None
+        self._file_broken = False
+        self._closed = False
+        self._seq = 0
+        self._step = 0
+        self._turn_open = False
+        self._gap = 0
+        self._dropped = 0
+        self._encode_errors = 0
+        self._write_errors = 0
+        self._second_start = 0
+        self._prefix = b""
+        self._type_bytes: dict[str, bytes] = {}
+
+    # -- emitting -------------------------------------------------------------------
+
+    def emit(self, event_type: str, data: Mapping[str, Any] | None = None, /) -> None:
+        """Record one event. Never raises; see :attr:`stats` for what was lost."""
+        if data is None:
+            data = {}
+        try:
+            with self._lock:
+                terminal = event_type in TERMINAL_TYPES
+                if self._closed or (not terminal and self._count >= self._max_events - 2):
+                    # Past the cap, keep two places for the gap marker and the terminal event.
+                    self._dropped += 1
+                    self._gap += not self._closed
+                    return
+                step = data.get("step")
+                if type(step) is int:
+                    self._step = step
+                    self._turn_open = event_type == LLM_TURN_STARTED
+                else:
+                    step = self._next_step(event_type)
+                    if event_type != RUN_STARTED:
+                        data = {**data, "step": step}
+                payload: bytes | None
+                try:
+                    payload = orjson.dumps(data, default=_default)
+                except TypeError:
+                    payload = self._encode_hard(data, terminal)
+                    if payload is None:
+                        return
+                if self._gap:
+                    self._append(DROP_DETECTED, orjson.dumps({"step": step, "dropped": self._gap}))
+                    self._gap = 0
+                # Inlined _append: this is the hot path of every recorded event.
+                now = self._clock()
+                nanos = now - self._second_start
+                if not 0 <= nanos < 1_000_000_000:
+                    nanos = self._new_second(now)
+                type_bytes = self._type_bytes.get(event_type)
+                if type_bytes is None:
+                    type_bytes = self._type_bytes[event_type] = orjson.dumps(event_type)
+                # One growing buffer: holding a bytes object per line costs more than encoding.
+                self._buffer += _LINE % (
+                    self._prefix,
+                    nanos // 1000,
+                    self._seq,
+                    type_bytes,
+                    payload,
+                )
+                self._count += 1
+                self._seq += 1
+                self._unwritten += 1
+                if terminal:
+                    self._closed = True
+                    self._write_pending()
+                elif self._unwritten >= self._flush_every:
+                    self._write_pending()
+        except Exception:  # the recorder must never break the run it records
+            self._dropped += 1
+            self._gap += 1
+
+    def _encode_hard(self, data: Mapping[str, Any], terminal: bool) -> bytes | None:
+        """Encode a payload that the fast path refused, or count it as lost."""
+        try:
+            return encode_payload(data)
+        except Exception:
+            self._encode_errors += 1
+            if terminal:  # the terminal event is always kept, so the file stays loadable
+                return orjson.dumps(data, default=_placeholder, option=orjson.OPT_NON_STR_KEYS)
+            self._dropped += 1
+            self._gap += 1
+            return None
+
+    def _next_step(self, event_type: str) -> int:
+        if event_type == RUN_STARTED:
+            self._step = 0
+        elif event_type == LLM_TURN_STARTED or (
+            event_type == LLM_TURN_COMPLETED and not self._turn_open
+        ):
+            self._step += 1
+            self._turn_open = event_type == LLM_TURN_STARTED
+        elif event_type == LLM_TURN_COMPLETED:
+            self._turn_open = False
+        return self._step
+
+    def _append(self, event_type: str, payload: bytes) -> None:
+        now = self._clock()
+        nanos = now - self._second_start
+        if not 0 <= nanos < 1_000_000_000:
+            nanos = self._new_second(now)
+        type_bytes = self._type_bytes.get(event_type)
+        if type_bytes is None:
+            type_bytes = self._type_bytes[event_type] = orjson.dumps(event_type)
+        self._buffer += _LINE % (self._prefix, nanos // 1000, self._seq, type_bytes, payload)
+        self._count += 1
+        self._seq += 1
+        self._unwritten += 1
+
+    def _new_second(self, now: int) -> int:
+        """Format the timestamp prefix of a new second once; return the nanoseconds into it."""
+        second = now // 1_000_000_000
+        self._second_start = second * 1_000_000_000
+        self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)).encode()
+        return now - self._second_start
+
+    # -- writing --------------------------------------------------------------------
+
+    def _write_pending(self) -> None:
+        if self.path is None or self._file_broken or not self._unwritten:
+            self._unwritten = 0
+            return
+        # A copy, not a view: a live view would pin the buffer and block the next append.
+        chunk = bytes(self._buffer[self._written :])
+        self._unwritten = 0
+        try:
+            if self._fd is None:
+                parent = os.path.dirname(self.path)
+                if parent:
+                    os.makedirs(parent, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            while chunk:
+                done = os.write(self._fd, chunk)
+                self._written += done
+                chunk = chunk[done:]
+        except OSError:
+            # A file that missed a write would hold a hole; stop writing to it. The lines
+            # stay in memory, so the run's comparison and golden are unaffected.
+            self._write_errors += 1
+            self._file_broken = True
+
+    def flush(self) -> None:
+        """Write buffered lines to the file now."""
+        with self._lock:
+            self._write_pending()
+
+    def close(self) -> None:
+        """Write what is buffered and release the file. Further events are dropped."""
+        with self._lock:
+            self._closed = True
+            self._write_pending()
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- reading back ---------------------------------------------------------------
+
+    @property
+    def step(self) -> int:
+        """The current step."""
+        return self._step
+
+    @property
+    def stats(self) -> RecorderStats:
+        with self._lock:
+            return RecorderStats(
+                recorded=self._count,
+                dropped=self._dropped,
+                encode_errors=self._encode_errors,
+                write_errors=self._write_errors,
+            )
+
+    def getvalue(self) -> bytes:
+        """Every recorded line, as the bytes of a rollout file."""
+        with self._lock:
+            return bytes(self._buffer)
+
+    def rollout(self, path: str = "<recorded>") -> Rollout:
+        """The recorded events, validated by the loader as any rollout file would be."""
+        return loads(self.getvalue(), path=self.path or path)

@@ -1,0 +1,60 @@
+"""Make untrusted text safe to print in a terminal or a CI log.
+
+Rollouts can come from anywhere, so every string taken from one is passed through
+:func:`sanitize` before it is printed. The result is a single line of visible characters:
+
+* control characters (C0, C1, DEL, ESC and so every ANSI escape sequence), Unicode format
+  characters (bidi overrides, zero-width joiners), line and paragraph separators,
+  surrogates and unassigned code points are shown as ``\\xNN`` / ``\\uNNNN`` escapes;
+* CI workflow commands are defused: ``::`` at the start of the text (GitHub Actions) and
+  ``##[`` anywhere (Azure Pipelines) get one character escaped, so no CI runner takes the
+  text as a command.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+__all__ = ["excerpt", "sanitize"]
+
+_NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_WORKFLOW_PREFIX: Final = re.compile(r"^(\s*)::")
+_AZURE_COMMAND: Final = "##["
+
+
+def _escape(char: str) -> str:
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _is_unsafe(char: str) -> bool:
+    return unicodedata.category(char) in _UNSAFE_CATEGORIES
+
+
+def sanitize(text: str) -> str:
+    """Return ``text`` as one line that cannot move the cursor, reorder text or drive CI."""
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(_escape(c) if _is_unsafe(c) else c for c in text)
+    if "::" in text:
+        text = _WORKFLOW_PREFIX.sub(r"\1\\x3a:", text, count=1)
+    if _AZURE_COMMAND in text:
+        text = text.replace(_AZURE_COMMAND, "#\\x23[")
+    return text
+
+
+def excerpt(text: str, limit: int = 80) -> str:
+    """Sanitize ``text`` and cap it at about ``limit`` characters, saying how much was cut."""
+    if len(text) > limit:
+        cut = len(text) - limit
+        return f"{sanitize(text[:limit])}… (+{cut} chars)"
+    return sanitize(text)
