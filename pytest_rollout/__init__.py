@@ -7,6 +7,7 @@ from .canonical import canonicalize as canonicalize
 from .compare import Comparison as Comparison
 from .compare import StepStatus as StepStatus
 from .compare import compare as compare
+from .divergence import ReplayDivergenceError as ReplayDivergenceError
 from .errors import RolloutError as RolloutError
 from .errors import RolloutFormatError as RolloutFormatError
 from .errors import RolloutWarning as RolloutWarning
@@ -16,11 +17,15 @@ from .loader import Rollout as Rollout
 from .loader import load as load
 from .loader import loads as loads
 from .recorder import Recorder as Recorder
+from .replay import RecordedProvider as RecordedProvider
 from .sanitize import sanitize as sanitize
 from .score import RunSummary as RunSummary
 from .score import Score as Score
 from .score import score as score
 from .score import summarize as summarize
+from .session import GoldenMissingError as GoldenMissingError
+from .turns import ToolCall as ToolCall
+from .turns import Turn as Turn
 
 __version__ = "0.1.0"
 
@@ -28,8 +33,11 @@ __all__ = [
     "CanonicalOptions",
     "Comparison",
     "Event",
+    "GoldenMissingError",
     "Limits",
+    "RecordedProvider",
     "Recorder",
+    "ReplayDivergenceError",
     "Rollout",
     "RolloutError",
     "RolloutFormatError",
@@ -37,6 +45,8 @@ __all__ = [
     "RunSummary",
     "Score",
     "StepStatus",
+    "ToolCall",
+    "Turn",
     "__version__",
     "canonicalize",
     "compare",

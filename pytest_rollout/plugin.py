@@ -1,5 +1,449 @@
-"""The pytest plugin: wires pytest to the pytest-rollout library.
+"""The pytest plugin: wires pytest's flags, ini keys, markers and hooks to the library.
 
-Registered through the ``pytest11`` entry point. It holds no logic of its own: recording,
-loading, comparing and scoring live in modules that never import pytest.
+Registered through the ``pytest11`` entry point. Recording, replay, comparison and the
+failure report live in modules that never import pytest; this module only decides, per
+test, which golden, mode and options apply, and reports through pytest's channels.
 """
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections import Counter
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import hooks
+from .canonical import DEFAULT_OPTIONS, CanonicalOptions
+from .divergence import ReplayDivergenceError
+from .errors import RolloutError, RolloutFormatError
+from .failure import render_verdict
+from .golden import (
+    GoldenRef,
+    WriteResult,
+    find_unused,
+    golden_path,
+    module_dir,
+    write_golden,
+)
+from .loader import load
+from .recorder import Recorder
+from .session import GoldenMissingError, Mode, RolloutSession
+
+__all__ = ["RolloutPlugin"]
+
+PLUGIN_KEY = pytest.StashKey["RolloutPlugin"]()
+SESSION_KEY = pytest.StashKey[RolloutSession]()
+CALL_REPORT_KEY = pytest.StashKey[pytest.TestReport]()
+
+MARKER_DOC = (
+    "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None): "
+    "per-test settings of pytest-rollout: the golden's file name, fields to leave out of "
+    "the comparison, the replay mode (dry or full), and whether unconsumed recorded turns "
+    "or tool results are allowed"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rollout", "golden-run trace diffing of agent runs (pytest-rollout)")
+    group.addoption(
+        "--rollout-record",
+        action="store_true",
+        default=False,
+        help="run providers and tools live and write each test's rollout as its golden",
+    )
+    group.addoption(
+        "--rollout-compare",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="DIR",
+        help="replay each test from its golden and compare (the default); "
+        "DIR overrides the golden directory (write --rollout-compare=DIR)",
+    )
+    group.addoption(
+        "--rollout-mode",
+        choices=[Mode.DRY.value, Mode.FULL.value],
+        default=None,
+        help="dry: provider and tools replayed (default); full: live provider, tools replayed",
+    )
+    group.addoption(
+        "--rollout-dir",
+        default=None,
+        metavar="DIR",
+        help="save every test's run as a rollout under DIR (default: the pytest cache)",
+    )
+    group.addoption(
+        "--rollout-allow-unconsumed",
+        action="store_true",
+        default=None,
+        help="do not fail a test whose run left recorded turns or tool results unused",
+    )
+    parser.addini("rollout_golden_dir", "directory of golden rollouts", default="golden")
+    parser.addini("rollout_mode", "replay mode in compare runs: dry or full", default="dry")
+    parser.addini(
+        "rollout_ignore",
+        "fields left out of every comparison, one [TYPE:]path per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("rollout_dir", "directory where every test's run is saved", default="")
+    parser.addini(
+        "rollout_allow_unconsumed",
+        "do not fail tests whose run left recorded turns or tool results unused",
+        type="bool",
+        default=False,
+    )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hooks)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_DOC)
+    plugin = RolloutPlugin(config, Settings.from_config(config))
+    config.stash[PLUGIN_KEY] = plugin
+    config.pluginmanager.register(plugin, "rollout-plugin")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The session-wide settings, resolved from flags and ini keys."""
+
+    mode: Mode
+    golden_dir: Path
+    run_dir: Path | None
+    ignore: tuple[str, ...]
+    allow_unconsumed: bool
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        record = bool(config.getoption("rollout_record"))
+        compare = config.getoption("rollout_compare")
+        if record and compare is not None:
+            raise pytest.UsageError("--rollout-record and --rollout-compare cannot be combined")
+        invocation = config.invocation_params.dir
+        if isinstance(compare, str):
+            golden_dir = invocation / compare
+            if compare.endswith(".py") or "::" in compare or golden_dir.is_file():
+                raise pytest.UsageError(
+                    f"--rollout-compare takes a golden directory, got {compare!r}; "
+                    f"write --rollout-compare=DIR, or put test paths before the flag"
+                )
+        else:
+            golden_dir = config.rootpath / str(config.getini("rollout_golden_dir"))
+        mode_name = config.getoption("rollout_mode") or str(config.getini("rollout_mode"))
+        if mode_name not in (Mode.DRY.value, Mode.FULL.value):
+            raise pytest.UsageError(f"rollout_mode must be dry or full, got {mode_name!r}")
+        run_dir_option = config.getoption("rollout_dir") or str(config.getini("rollout_dir"))
+        run_dir: Path | None = None
+        if run_dir_option:
+            run_dir = invocation / run_dir_option
+        elif config.cache is not None:
+            run_dir = config.cache.mkdir("rollout") / "runs"
+        allow = config.getoption("rollout_allow_unconsumed")
+        ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
+        try:
+            DEFAULT_OPTIONS.extended(ignore_paths=ignore)
+        except ValueError as exc:
+            raise pytest.UsageError(f"rollout_ignore: {exc}") from None
+        return cls(
+            mode=Mode.RECORD if record else Mode(mode_name),
+            golden_dir=golden_dir,
+            run_dir=run_dir,
+            ignore=ignore,
+            allow_unconsumed=bool(config.getini("rollout_allow_unconsumed"))
+            if allow is None
+            else bool(allow),
+        )
+
+
+@dataclass(slots=True)
+class Tally:
+    """What this process (or, merged, the whole session) did with goldens."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    owned: set[str] = field(default_factory=set)
+    scopes: set[str] = field(default_factory=set)
+    full_selection: bool | None = None  # unknown until collection (or every worker) says
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "counts": dict(self.counts),
+            "owned": sorted(self.owned),
+            "scopes": sorted(self.scopes),
+            "full_selection": self.full_selection,
+        }
+
+    def merge(self, data: dict[str, Any]) -> None:
+        self.counts.update(data.get("counts", {}))
+        self.owned.update(data.get("owned", ()))
+        self.scopes.update(data.get("scopes", ()))
+        theirs = bool(data.get("full_selection"))
+        self.full_selection = (
+            theirs if self.full_selection is None else (self.full_selection and theirs)
+        )
+
+
+class RolloutPlugin:
+    """Per-session state and the hooks that need it."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.tally = Tally()
+        self.deselected: list[pytest.Item] = []
+        self.workers_reported = 0
+        self.pruned: list[Path] = []
+
+    # -- reporting the mode ----------------------------------------------------------
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        s = self.settings
+        where = self._display(s.golden_dir)
+        if s.mode is Mode.RECORD:
+            return f"rollout: record goldens to {where}"
+        return f"rollout: compare against {where} ({s.mode.value} replay)"
+
+    def _display(self, path: Path) -> str:
+        """``path`` as a user would type it: relative to where pytest was started."""
+        try:
+            return os.path.relpath(path, self.config.invocation_params.dir) + os.sep
+        except ValueError:  # another drive on Windows
+            return str(path) + os.sep
+
+    # -- collection: which goldens are owned ------------------------------------------
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected.extend(items)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in [*session.items, *self.deselected]:
+            if "rollout" not in getattr(item, "fixturenames", ()):
+                continue
+            self.tally.owned.add(str(self.golden_for(item)))
+            self.tally.scopes.add(str(module_dir(self.settings.golden_dir, item.nodeid)))
+        source = self.config.args_source
+        default_args = source is pytest.Config.ArgsSource.TESTPATHS or (
+            source is pytest.Config.ArgsSource.INVOCATION_DIR
+            and self.config.invocation_params.dir == self.config.rootpath
+        )
+        self.tally.full_selection = default_args and not self.deselected
+
+    # -- one test ---------------------------------------------------------------------
+
+    def golden_for(self, item: pytest.Item) -> Path:
+        marker = item.get_closest_marker("rollout")
+        name = marker.kwargs.get("golden") if marker else None
+        return golden_path(self.settings.golden_dir, item.nodeid, name)
+
+    def session_for(self, item: pytest.Item) -> RolloutSession:
+        s = self.settings
+        marker = item.get_closest_marker("rollout")
+        kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
+        path = self.golden_for(item)
+        mode = s.mode
+        if mode is not Mode.RECORD and kwargs.get("mode") is not None:
+            try:
+                mode = Mode(kwargs["mode"])
+            except ValueError:
+                raise RolloutError(
+                    f"@pytest.mark.rollout(mode=...) must be 'dry' or 'full', "
+                    f"got {kwargs['mode']!r}"
+                ) from None
+        extra: list[str] = list(s.ignore)
+        extra.extend(kwargs.get("ignore", ()))
+        for found in item.config.hook.pytest_rollout_ignore(config=item.config, item=item):
+            extra.extend(found or ())
+        options: CanonicalOptions = DEFAULT_OPTIONS.extended(
+            ignore_paths=extra, drop_keys=kwargs.get("drop_keys", ())
+        )
+        allow = kwargs.get("allow_unconsumed")
+        golden = None
+        golden_error: RolloutError | None = None
+        if mode.replays_tools and path.exists():
+            try:
+                golden = load(path)
+            except RolloutFormatError as exc:
+                golden_error = exc
+        run_path = None
+        if s.run_dir is not None:
+            run_path = s.run_dir / path.relative_to(s.golden_dir)
+        session = RolloutSession(
+            test_id=item.nodeid,
+            mode=mode,
+            recorder=Recorder(run_path),
+            golden_path=self._display(path).rstrip(os.sep),
+            run_display=None if run_path is None else self._display(run_path).rstrip(os.sep),
+            golden=golden,
+            golden_error=golden_error,
+            options=options,
+            allow_unconsumed=s.allow_unconsumed if allow is None else bool(allow),
+            missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),
+        )
+        item.stash[SESSION_KEY] = session
+        return session
+
+    def finish(self, item: pytest.Item, session: RolloutSession) -> None:
+        session.close()
+        if not session.used:
+            return
+        if session.mode is Mode.RECORD:
+            report = item.stash.get(CALL_REPORT_KEY, None)
+            if report is None or not report.passed:
+                self.tally.counts["not recorded (test failed)"] += 1
+                return
+            path = self.golden_for(item)
+            result = write_golden(
+                self.settings.golden_dir, path, session.recorder.getvalue(), session.options
+            )
+            self.tally.counts[result.value] += 1
+        elif session.mode is not Mode.LIVE:
+            self.tally.counts["compared"] += 1
+
+    # -- reporting failures -----------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.when != "call":
+            return report
+        item.stash[CALL_REPORT_KEY] = report
+        session = item.stash.get(SESSION_KEY, None)
+        if session is None or session.reported:
+            return report
+        excinfo = call.excinfo
+        if excinfo is not None and isinstance(excinfo.value, GoldenMissingError):
+            report.longrepr = str(excinfo.value)
+            return report
+        if session.replay_started and (report.passed or report.failed):
+            self._report_divergence(item, session, report, excinfo)
+        return report
+
+    def _report_divergence(
+        self,
+        item: pytest.Item,
+        session: RolloutSession,
+        report: pytest.TestReport,
+        excinfo: pytest.ExceptionInfo[BaseException] | None,
+    ) -> None:
+        if report.passed and not session.divergences():
+            return
+        try:
+            verdict = session.verdict()
+        except RolloutError:
+            return
+        if verdict.matched:
+            return
+        session.reported = True
+        text = "\n".join(render_verdict(verdict, verbose=self.config.get_verbosity()))
+        if report.passed or (excinfo is not None and excinfo.errisinstance(ReplayDivergenceError)):
+            report.outcome = "failed"
+            report.longrepr = text
+        else:
+            report.sections.append(("rollout: this run left its golden", text))
+
+    def pytest_assertrepr_compare(
+        self, config: pytest.Config, op: str, left: object, right: object
+    ) -> list[str] | None:
+        if op != "==":
+            return None
+        session, golden = (left, right) if isinstance(left, RolloutSession) else (right, left)
+        if not isinstance(session, RolloutSession) or not isinstance(golden, GoldenRef):
+            return None
+        session.reported = True
+        return render_verdict(session.verdict(), verbose=config.get_verbosity())
+
+    # -- the end of the session -------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["rollout"] = self.tally.to_json()
+            return
+        prunable = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        full = self.tally.full_selection is True
+        if self.settings.mode is Mode.RECORD and full and prunable:
+            for path in self.unused(everything=True):
+                path.unlink(missing_ok=True)
+                self.pruned.append(path)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        data = getattr(node, "workeroutput", {}).get("rollout")
+        if data is not None:
+            self.workers_reported += 1
+            self.tally.merge(data)
+
+    def unused(self, *, everything: bool = False) -> list[Path]:
+        golden_dir = self.settings.golden_dir
+        if everything or self.tally.full_selection is True:
+            scopes = [golden_dir]
+        else:
+            scopes = [Path(p) for p in self.tally.scopes]
+        return find_unused(golden_dir, (Path(p) for p in self.tally.owned), scopes)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if getattr(self.config, "workerinput", None) is not None:
+            return
+        counts = self.tally.counts
+        unused = [] if self.pruned else self.unused()
+        if not counts and not unused and not self.pruned:
+            return
+        tr = terminalreporter
+        tr.section("rollout")
+        if self.settings.mode is Mode.RECORD:
+            written = counts[WriteResult.CREATED.value] + counts[WriteResult.UPDATED.value]
+            line = (
+                f"{written} golden(s) written ({counts[WriteResult.CREATED.value]} created, "
+                f"{counts[WriteResult.UPDATED.value]} updated), "
+                f"{counts[WriteResult.UNCHANGED.value]} unchanged"
+            )
+            if counts["not recorded (test failed)"]:
+                line += f", {counts['not recorded (test failed)']} not recorded (test failed)"
+            tr.write_line(line)
+        else:
+            tr.write_line(f"{counts['compared']} golden(s) compared")
+        for path in self.pruned:
+            tr.write_line(f"removed unused golden {self._display(path).rstrip(os.sep)}")
+        if unused:
+            tr.write_line(f"{len(unused)} unused golden(s): no collected test owns them")
+            for path in unused[:20]:
+                tr.write_line(f"  {self._display(path).rstrip(os.sep)}")
+            if len(unused) > 20:
+                tr.write_line(f"  ... and {len(unused) - 20} more")
+            tr.write_line("  (pytest --rollout-record over the whole suite removes them)")
+
+
+# -- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
+    """This test's agent run: wrap providers and tools with it, run the agent inside
+    ``rollout.run()``, then ``assert rollout == golden``."""
+    plugin = request.config.stash[PLUGIN_KEY]
+    session = plugin.session_for(request.node)
+    yield session
+    plugin.finish(request.node, session)
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> GoldenRef:
+    """This test's golden file, for ``assert rollout == golden``."""
+    plugin = request.config.stash[PLUGIN_KEY]
+    return GoldenRef(str(plugin.golden_for(request.node)))
+
+
+@pytest.fixture
+def recorded_provider(rollout: RolloutSession) -> Any:
+    """A provider that serves this test's golden turns, for agents that take one directly."""
+    return rollout.recorded_provider()

@@ -109,8 +109,12 @@ def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
         detail = call_text(data.get("name"), data.get("arguments"))
     elif kind == TOOL_CALL_COMPLETED:
         name = excerpt(str(data.get("name", "?")), 40)
-        if data.get("error"):
-            detail = f"{name} raised {value_text(data.get('error'), limit)}"
+        error = data.get("error")
+        if isinstance(error, Mapping):
+            message = f"{error.get('class', 'Error')}: {error.get('message', '')}"
+            detail = f"{name} raised {excerpt(message, limit)}"
+        elif error:
+            detail = f"{name} raised {value_text(error, limit)}"
         else:
             detail = f"{name} -> {value_text(data.get('output'), limit)}"
     elif kind == RUN_STARTED:
@@ -167,12 +171,28 @@ def _reason(c: Criterion, labels: Labels) -> str:
     return f"{c.name}: {labels.a} {c.a} vs {labels.b} {c.b}"
 
 
+def _split_by_winner(score: Score) -> tuple[list[Criterion], list[Criterion]]:
+    """The deciding criteria of the winner (of ``a`` on a tie), then the other side's."""
+    lead = "b" if score.winner == "b" else "a"
+    won = [c for c in score.deciding if c.winner == lead]
+    lost = [c for c in score.deciding if c.winner != lead]
+    return won, lost
+
+
+def _other(score: Score, labels: Labels) -> str:
+    return labels.a if score.winner == "b" else labels.b
+
+
 def render_score(score: Score, labels: Labels) -> str:
-    """``A (4-0 — outcome: B failed where A completed; errors: A 0 vs B 1)``."""
+    """``A (4-1 — outcome: B failed where A completed; errors: A 0 vs B 1; B takes steps: ...)``."""
     names = {"a": labels.a, "b": labels.b, "tie": "Tie"}
-    reasons = "; ".join(_reason(c, labels) for c in score.deciding) or "nothing separates them"
+    won, lost = _split_by_winner(score)
+    reasons = [_reason(c, labels) for c in won]
+    reasons += [f"{_other(score, labels)} takes {_reason(c, labels)}" for c in lost]
     high, low = sorted((score.a_points, score.b_points), reverse=True)
-    return f"{names[score.winner]} ({high}-{low} — {reasons})"
+    return (
+        f"{names[score.winner]} ({high}-{low} — {'; '.join(reasons) or 'nothing separates them'})"
+    )
 
 
 def render_changes(changes: tuple[FieldChange, ...], limit: int = 8) -> list[str]:
@@ -180,13 +200,35 @@ def render_changes(changes: tuple[FieldChange, ...], limit: int = 8) -> list[str
     lines = []
     for change in changes[:limit]:
         path = excerpt(change.path, 60)
-        lines.append(f"{path}: {value_text(change.a)} -> {value_text(change.b)}")
+        if isinstance(change.a, str) and isinstance(change.b, str):
+            old, new = string_change(change.a, change.b)
+        else:
+            old, new = value_text(change.a), value_text(change.b)
+        lines.append(f"{path}: {old} -> {new}")
     if len(changes) > limit:
         lines.append(f"... and {len(changes) - limit} more changed fields")
     return lines
 
 
-def render_divergence(comparison: Comparison, labels: Labels, indent: str = "  ") -> list[str]:
+def string_change(a: str, b: str, limit: int = VALUE_LIMIT) -> tuple[str, str]:
+    """Both strings as JSON excerpts around where they start to differ.
+
+    Long strings that differ near their end would otherwise show identical excerpts.
+    """
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    start = max(0, common - limit // 3)
+    if start == 0:
+        return value_text(a, limit), value_text(b, limit)
+    return "…" + value_text(a[start:], limit)[1:], "…" + value_text(b[start:], limit)[1:]
+
+
+def render_divergence(
+    comparison: Comparison, labels: Labels, indent: str = "  ", changes_limit: int | None = 8
+) -> list[str]:
     """The first divergent step: what each run did there and the field-level difference."""
     first = comparison.first
     if first is None:
@@ -201,17 +243,26 @@ def render_divergence(comparison: Comparison, labels: Labels, indent: str = "  "
             lines.append(f"{indent}{marker} {describe_event(event)}")
         if len(events) > 12:
             lines.append(f"{indent * 2}... {len(events) - 12} more events")
-    if first.changes:
-        lines.append(f"{indent}Difference (event {first.index + 1} of the step):")
-        lines.extend(f"{indent * 2}{line}" for line in render_changes(first.changes))
+    where = f"event {first.index + 1} of the step"
+    lone = first.b_event if first.a_event is None else first.a_event
+    if lone is not None and (first.a_event is None or first.b_event is None):
+        has, lacks = (labels.b, labels.a) if first.a_event is None else (labels.a, labels.b)
+        lines.append(f"{indent}Difference ({where}): only {has} has it, {lacks} does not:")
+        lines.append(f"{indent * 2}{describe_event(lone)}")
+    elif first.changes:
+        lines.append(f"{indent}Difference ({where}):")
+        lines.extend(
+            f"{indent * 2}{line}"
+            for line in render_changes(first.changes, changes_limit or len(first.changes))
+        )
     later = [
         s for s in comparison.steps if s.step > first.step and s.status is not StepStatus.IDENTICAL
     ]
     if later:
         kinds = {status: sum(1 for s in later if s.status is status) for status in StepStatus}
         parts = ", ".join(f"{n} {_status_text(status, labels)}" for status, n in kinds.items() if n)
-        plural = "s" if len(later) != 1 else ""
-        lines.append(f"{indent}After it: {len(later)} more step{plural} differ ({parts})")
+        counted = "1 more step differs" if len(later) == 1 else f"{len(later)} more steps differ"
+        lines.append(f"{indent}After it: {counted} ({parts})")
     return lines
 
 
@@ -221,3 +272,17 @@ def _status_text(status: StepStatus, labels: Labels) -> str:
     if status is StepStatus.ONLY_IN_B:
         return f"only in {labels.b}"
     return status.value
+
+
+def score_reasons(score: Score, labels: Labels) -> str:
+    """``outcome (B failed where A completed), errors (A 0 vs B 1)``: who took which points."""
+
+    def phrase(c: Criterion) -> str:
+        name, _, why = _reason(c, labels).partition(": ")
+        return f"{name} ({why})"
+
+    won, lost = _split_by_winner(score)
+    text = ", ".join(phrase(c) for c in won)
+    if lost:
+        text += f"; {_other(score, labels)} takes " + ", ".join(phrase(c) for c in lost)
+    return text

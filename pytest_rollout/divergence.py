@@ -1,0 +1,112 @@
+"""Replay divergences (DESIGN 6): what kind of departure from the recording, and whose."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from .compare import Comparison, StepStatus
+from .errors import RolloutError
+from .events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    RUN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+)
+
+__all__ = ["Divergence", "DivergenceKind", "ReplayDivergenceError", "classify"]
+
+
+class DivergenceKind(StrEnum):
+    TOOL_CALL_MISMATCH = "tool_call_mismatch"
+    UNRECORDED_CALL = "unrecorded_call"
+    MISSING_CALL = "missing_call"
+    RESPONSE_MISMATCH = "response_mismatch"
+    PROMPT_MISMATCH = "prompt_mismatch"
+    UNRECORDED_TURN = "unrecorded_turn"
+    UNCONSUMED = "unconsumed_recording"
+
+    @property
+    def attribution(self) -> str:
+        return _ATTRIBUTION[self]
+
+
+_TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
+
+_ATTRIBUTION: Final = {
+    DivergenceKind.TOOL_CALL_MISMATCH: "agent",
+    DivergenceKind.UNRECORDED_CALL: "agent",
+    DivergenceKind.MISSING_CALL: "agent",
+    DivergenceKind.RESPONSE_MISMATCH: "agent",
+    DivergenceKind.PROMPT_MISMATCH: "harness",
+    DivergenceKind.UNRECORDED_TURN: "harness",
+    DivergenceKind.UNCONSUMED: "agent",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """One departure from the recording: where, what kind, and a sentence of detail."""
+
+    kind: DivergenceKind
+    step: int
+    detail: str
+
+    @property
+    def attribution(self) -> str:
+        return self.kind.attribution
+
+    def headline(self) -> str:
+        return f"{self.kind.value} at step {self.step} (attributed to the {self.attribution})"
+
+
+class ReplayDivergenceError(RolloutError):
+    """Raised to the agent when replay cannot answer: the run left its recording.
+
+    Nothing live is ever called in its place. ``divergence`` says where and how.
+    """
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, divergence: Divergence) -> None:
+        self.divergence = divergence
+        super().__init__(f"{divergence.headline()}: {divergence.detail}")
+
+
+def classify(comparison: Comparison) -> Divergence | None:
+    """Name the kind of the first divergence of a comparison (``a`` is the recording).
+
+    Used when replay itself raised nothing, e.g. the agent changed its final answer, or a
+    run was compared outside replay.
+    """
+    first = comparison.first
+    if first is None:
+        return None
+    recorded, actual = first.a_event, first.b_event
+    recorded_call = recorded is not None and recorded.type in _TOOL_TYPES
+    actual_call = actual is not None and actual.type in _TOOL_TYPES
+    event = actual or recorded
+    assert event is not None
+    if recorded_call and actual_call:
+        kind = DivergenceKind.TOOL_CALL_MISMATCH
+    elif recorded_call:
+        kind = DivergenceKind.MISSING_CALL
+    elif actual_call:
+        kind = DivergenceKind.UNRECORDED_CALL
+    elif first.status is StepStatus.ONLY_IN_B and event.type.startswith("llm.turn."):
+        kind = DivergenceKind.UNRECORDED_TURN
+    elif event.type in (LLM_TURN_STARTED, RUN_STARTED):
+        kind = DivergenceKind.PROMPT_MISMATCH
+    elif event.type == LLM_TURN_COMPLETED and any(
+        c.path.startswith("data.tool_calls") for c in first.changes
+    ):
+        kind = DivergenceKind.TOOL_CALL_MISMATCH
+    else:
+        kind = DivergenceKind.RESPONSE_MISMATCH
+    return Divergence(kind, first.step, _detail(first.changes[0].path if first.changes else ""))
+
+
+def _detail(path: str) -> str:
+    return f"first difference in {path}" if path else "the events differ"

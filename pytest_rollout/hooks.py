@@ -1,0 +1,25 @@
+"""Hooks that conftest files and plugins implement to extend pytest-rollout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+
+def pytest_rollout_ignore(config: pytest.Config, item: pytest.Item) -> Iterable[str] | None:
+    """Return extra fields to leave out of this test's comparison with its golden.
+
+    Each entry is an ignore path, ``[TYPE:]path`` (``*`` and ``[*]`` match one key or
+    index, ``**`` any run of them), e.g. ``"tool.call.completed:output.fetched_at"`` or
+    ``"**.request_id"``. Results of every implementation are combined.
+    """
+
+
+def pytest_rollout_error_types(config: pytest.Config) -> Iterable[str] | None:
+    """Return extra event types that the regression score counts as errors.
+
+    The built-in families (``run.failed``, ``hook.failed``, ``tool_hook.failed``,
+    ``memory.observe.failed``, ``skill.fork.failed``, ``error.context``) always count.
+    Results of every implementation are combined.
+    """

@@ -1,0 +1,562 @@
+"""One test's rollout: record an agent run, replay it from a golden, compare the two.
+
+This is the object behind the ``rollout`` fixture, kept free of pytest so that it can be
+used and tested on its own. The plugin builds it with the mode, the golden and the options
+that pytest's flags, ini keys and markers give.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import wraps
+from typing import Any
+
+from .canonical import DEFAULT_OPTIONS, CanonicalOptions
+from .compare import Comparison, compare
+from .divergence import Divergence, ReplayDivergenceError, classify
+from .errors import RolloutError
+from .events import RUN_COMPLETED, RUN_FAILED, RUN_STARTED, Event
+from .golden import GoldenRef
+from .loader import Rollout
+from .recorder import Recorder
+from .replay import (
+    RecordedProvider,
+    Replay,
+    new_messages,
+    rebuild_error,
+    request_hash,
+    to_json_data,
+)
+from .score import RunSummary, Score, score, summarize
+from .turns import Turn, coerce_turn
+
+__all__ = ["GoldenMissingError", "Mode", "RolloutSession", "RunHandle", "Verdict"]
+
+
+class Mode(StrEnum):
+    """How a test's providers and tools run.
+
+    ``record``: live, and the run becomes the golden. ``dry``: provider and tools answered
+    from the golden (the CI default). ``full``: live provider, tools answered from the
+    golden. ``live``: live and compared with nothing (deterministic fakes).
+    """
+
+    RECORD = "record"
+    DRY = "dry"
+    FULL = "full"
+    LIVE = "live"
+
+    @property
+    def replays_tools(self) -> bool:
+        return self in (Mode.DRY, Mode.FULL)
+
+
+class GoldenMissingError(RolloutError):
+    """A test in compare mode has no golden file to replay and compare against."""
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, path: str, hint: str) -> None:
+        self.path = path
+        super().__init__(f"no golden file for this test: {path} does not exist. {hint}")
+
+
+@dataclass(slots=True)
+class RunHandle:
+    """Yielded by ``rollout.run()``: set ``output`` to the agent's final answer."""
+
+    output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """This run against its golden: the comparison, the score and the headline divergence."""
+
+    golden_path: str
+    run_path: str | None
+    comparison: Comparison
+    golden_summary: RunSummary
+    run_summary: RunSummary
+    score: Score
+    divergences: tuple[Divergence, ...]
+
+    @property
+    def matched(self) -> bool:
+        return self.comparison.identical and not self.divergences
+
+    @property
+    def headline(self) -> Divergence | None:
+        """The first divergence: replay's own when it raised one, else the comparison's."""
+        if self.divergences:
+            return self.divergences[0]
+        return classify(self.comparison)
+
+
+@dataclass(slots=True)
+class _Announced:
+    """A tool call announced by the current turn, waiting for the agent to make it."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    claimed: bool = False
+
+
+def _error_data(exc: BaseException) -> dict[str, str]:
+    return {"class": type(exc).__name__, "message": str(exc)}
+
+
+def _bind_arguments(
+    signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """A tool call's arguments as one object, positional ones named by the signature."""
+    if signature is None:
+        return {"args": list(args), **kwargs} if args else dict(kwargs)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return {"args": list(args), **kwargs} if args else dict(kwargs)
+    arguments: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(value)
+        else:
+            arguments[name] = list(value) if kind is inspect.Parameter.VAR_POSITIONAL else value
+    return arguments
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as recorded, or a placeholder naming its type when it cannot be recorded."""
+    try:
+        return to_json_data(value)
+    except Exception:
+        return f"<unrecordable {type(value).__name__}>"
+
+
+class RolloutSession:
+    """Records one test's agent run and, when replaying, answers it from the golden."""
+
+    def __init__(
+        self,
+        *,
+        test_id: str,
+        mode: Mode,
+        recorder: Recorder,
+        golden_path: str,
+        golden: Rollout | None = None,
+        golden_error: RolloutError | None = None,
+        options: CanonicalOptions = DEFAULT_OPTIONS,
+        allow_unconsumed: bool = False,
+        missing_hint: str = "",
+        run_display: str | None = None,
+    ) -> None:
+        self.test_id = test_id
+        self.mode = mode
+        self.recorder = recorder
+        self.golden_path = golden_path
+        self.golden = golden
+        self.options = options
+        self.allow_unconsumed = allow_unconsumed
+        self._golden_error = golden_error
+        self._missing_hint = missing_hint
+        self._run_display = run_display
+        self._replay: Replay | None = None
+        self._run_id = uuid.uuid4().hex
+        self._started = False
+        self._finished = False
+        self._t0 = 0.0
+        self._tools: list[str] = []
+        self._model: str | None = None
+        self._provider: str | None = None
+        self._cost = 0.0
+        self._costed = False
+        self._announced: list[_Announced] = []
+        self._verdict: Verdict | None = None
+        self.reported = False
+
+    # -- the golden and its replay ------------------------------------------------
+
+    @property
+    def replay(self) -> Replay | None:
+        """The replay of the golden (``None`` when this mode replays nothing)."""
+        if not self.mode.replays_tools:
+            return None
+        if self._replay is None:
+            self._replay = Replay.from_rollout(self.require_golden())
+        return self._replay
+
+    @property
+    def replay_started(self) -> bool:
+        """Whether anything was answered (or refused) from the golden yet."""
+        return self._replay is not None
+
+    def require_golden(self) -> Rollout:
+        """The golden rollout, or the error that says why there is none."""
+        if self.golden is not None:
+            return self.golden
+        if self._golden_error is not None:
+            raise self._golden_error
+        raise GoldenMissingError(self.golden_path, self._missing_hint)
+
+    # -- what the test wraps ------------------------------------------------------
+
+    def provider(self, live: Any = None) -> ProviderProxy:
+        """Wrap a provider: live when recording, the golden's turns in dry replay."""
+        if self.mode is Mode.DRY:
+            replay = self.replay
+            assert replay is not None
+            inner: Any = RecordedProvider(replay)
+        else:
+            if live is None:
+                raise RolloutError(
+                    f"rollout.provider() needs the live provider in {self.mode.value} mode"
+                )
+            inner = live
+        if live is not None and self._provider is None:
+            self._provider = type(live).__name__
+            model = getattr(live, "model", None)
+            self._model = model if isinstance(model, str) else None
+        return ProviderProxy(self, inner)
+
+    def recorded_provider(self) -> ProviderProxy:
+        """A provider serving this test's golden turns (what ``recorded_provider`` gives)."""
+        replay = self.replay
+        if replay is None:
+            raise RolloutError(
+                f"recorded_provider replays a golden, and this test runs in "
+                f"{self.mode.value} mode; wrap the live provider with rollout.provider(...)"
+            )
+        return ProviderProxy(self, RecordedProvider(replay))
+
+    def tools(self, mapping: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+        """Wrap tools: each call is recorded, and answered from the golden when replaying."""
+        wrapped = {name: self._wrap_tool(name, fn) for name, fn in mapping.items()}
+        self._tools.extend(n for n in mapping if n not in self._tools)
+        return wrapped
+
+    @contextmanager
+    def run(self, prompt: Any = None, **meta: Any) -> Iterator[RunHandle]:
+        """Bracket the agent run: ``run.started`` on entry, ``run.completed`` or
+        ``run.failed`` on exit (the exception still propagates)."""
+        self._start(prompt, meta)
+        handle = RunHandle()
+        try:
+            yield handle
+        except BaseException as exc:
+            self._finish(RUN_FAILED, {"error": _error_data(exc)})
+            raise
+        self._finish_completed(handle.output)
+
+    def emit(self, event_type: str, /, **data: Any) -> None:
+        """Record a custom event at the current step."""
+        self._ensure_started()
+        self.recorder.emit(event_type, data)
+
+    # -- recording ----------------------------------------------------------------
+
+    def _start(self, prompt: Any, meta: Mapping[str, Any]) -> None:
+        if self._started:
+            raise RolloutError("rollout.run() was entered twice: one test records one run")
+        self._started = True
+        self._t0 = time.perf_counter()
+        data: dict[str, Any] = {
+            "run_id": self._run_id,
+            "test_id": self.test_id,
+            "model": self._model,
+            "provider": self._provider,
+            "tools": list(self._tools),
+            "meta": _plain(dict(meta)),
+        }
+        if prompt is not None:
+            data["prompt"] = _plain(prompt)
+        self.recorder.emit(RUN_STARTED, data)
+
+    def _ensure_started(self) -> None:
+        if not self._started:
+            self._start(None, {})
+
+    def _finish(self, event_type: str, data: dict[str, Any]) -> None:
+        if self._finished or not self._started:
+            return
+        self._finished = True
+        self.recorder.emit(event_type, data)
+
+    def _finish_completed(self, output: Any) -> None:
+        totals = {"total_cost_usd": round(self._cost, 9) if self._costed else None}
+        self._finish(
+            RUN_COMPLETED,
+            {
+                "outcome": "completed",
+                "output": _plain(output),
+                "cost_totals": totals,
+                "total_duration_ms": round((time.perf_counter() - self._t0) * 1000, 3),
+            },
+        )
+
+    def _record_turn(self, turn: Turn, latency_ms: float) -> None:
+        data = turn.to_event_data()
+        data["latency_ms"] = latency_ms
+        self.recorder.emit("llm.turn.completed", data)
+        self._announced = [_Announced(c.id, c.name, _plain(c.arguments)) for c in turn.tool_calls]
+        if turn.cost_usd is not None:
+            self._cost += turn.cost_usd
+            self._costed = True
+            self.recorder.emit("usage.delta", {"cumulative_cost_usd": round(self._cost, 9)})
+
+    def _claim_call_id(self, name: str, arguments: Any) -> str | None:
+        """The id of the announced call this call answers: the first unclaimed one with the
+        same name and arguments, else (arguments changed on the way) the same name."""
+        for exact in (True, False):
+            for call in self._announced:
+                if call.claimed or call.name != name:
+                    continue
+                if exact and call.arguments != arguments:
+                    continue
+                call.claimed = True
+                return call.call_id
+        return None
+
+    def _divergence_event(self, error: ReplayDivergenceError) -> None:
+        d = error.divergence
+        self.recorder.emit(
+            "replay.divergence",
+            {"step": self.recorder.step, "kind": d.kind.value, "detail": d.detail},
+        )
+
+    # -- tools --------------------------------------------------------------------
+
+    def _wrap_tool(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            signature = None
+
+        if inspect.iscoroutinefunction(fn):
+
+            @wraps(fn)
+            async def async_tool(*args: Any, **kwargs: Any) -> Any:
+                call_id, step, replayed = self._tool_started(name, signature, args, kwargs)
+                if replayed is not None:
+                    return self._replayed_result(name, call_id, step, replayed)
+                t0 = time.perf_counter()
+                try:
+                    result = await fn(*args, **kwargs)
+                except Exception as exc:
+                    self._tool_completed(name, call_id, t0, error=exc)
+                    raise
+                self._tool_completed(name, call_id, t0, output=result)
+                return result
+
+            return async_tool
+
+        @wraps(fn)
+        def tool(*args: Any, **kwargs: Any) -> Any:
+            call_id, step, replayed = self._tool_started(name, signature, args, kwargs)
+            if replayed is not None:
+                return self._replayed_result(name, call_id, step, replayed)
+            t0 = time.perf_counter()
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                self._tool_completed(name, call_id, t0, error=exc)
+                raise
+            self._tool_completed(name, call_id, t0, output=result)
+            return result
+
+        return tool
+
+    def _tool_started(
+        self,
+        name: str,
+        signature: inspect.Signature | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> tuple[str | None, int, Any]:
+        """Record the call's start; when replaying, find its recorded answer (or raise)."""
+        self._ensure_started()
+        arguments = _plain(_bind_arguments(signature, args, kwargs))
+        call_id = self._claim_call_id(name, arguments)
+        step = self.recorder.step
+        self.recorder.emit(
+            "tool.call.started", {"call_id": call_id, "name": name, "arguments": arguments}
+        )
+        replay = self.replay
+        if replay is None:
+            return call_id, step, None
+        try:
+            return call_id, step, replay.answer_call(step, name, arguments)
+        except ReplayDivergenceError as exc:
+            self.recorder.emit(
+                "tool.call.completed",
+                {"call_id": call_id, "name": name, "error": _error_data(exc), "duration_ms": 0},
+            )
+            self._divergence_event(exc)
+            raise
+
+    def _replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
+        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": 0}
+        if call.error:
+            data["error"] = call.error
+            self.recorder.emit("tool.call.completed", data)
+            raise rebuild_error(call.error)
+        data["output"] = call.output
+        self.recorder.emit("tool.call.completed", data)
+        return call.output
+
+    def _tool_completed(
+        self,
+        name: str,
+        call_id: str | None,
+        t0: float,
+        *,
+        output: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        data: dict[str, Any] = {
+            "call_id": call_id,
+            "name": name,
+            "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
+        }
+        if error is not None:
+            data["error"] = _error_data(error)
+        else:
+            data["output"] = _plain(output)
+        self.recorder.emit("tool.call.completed", data)
+
+    # -- the end ------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the run if the test left it open, and flush the recording."""
+        if self._started and not self._finished:
+            self._finish_completed(None)
+        self.recorder.close()
+
+    @property
+    def used(self) -> bool:
+        """Whether the test recorded anything at all."""
+        return self._started
+
+    def events(self) -> tuple[Event, ...]:
+        """This run's events so far, as the loader reads them back."""
+        if not self._started:
+            return ()
+        if not self._finished:
+            raise RolloutError("the run is still open: compare after the rollout.run() block")
+        return self.recorder.rollout().events
+
+    def divergences(self) -> list[Divergence]:
+        """Replay's divergences, then what the run left unconsumed (unless allowed)."""
+        if self._replay is None:
+            return []
+        found = list(self._replay.divergences)
+        if not self.allow_unconsumed and self._finished:
+            found.extend(self._replay.leftovers())
+        return found
+
+    def verdict(self) -> Verdict:
+        """Compare this run with its golden (closing the run first if it is still open)."""
+        if self._verdict is not None:
+            return self._verdict
+        golden = self.require_golden()
+        if self._started and not self._finished:
+            self._finish_completed(None)
+        mine = self.events()
+        comparison = compare(golden.events, mine, self.options)
+        golden_summary = summarize(golden.events)
+        run_summary = summarize(mine)
+        self._verdict = Verdict(
+            golden_path=self.golden_path,
+            run_path=self._run_display or self.recorder.path,
+            comparison=comparison,
+            golden_summary=golden_summary,
+            run_summary=run_summary,
+            score=score(golden_summary, run_summary),
+            divergences=tuple(self.divergences()),
+        )
+        return self._verdict
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GoldenRef):
+            return NotImplemented
+        if self.mode in (Mode.RECORD, Mode.LIVE):
+            return True  # the run being recorded is the golden
+        return self.verdict().matched
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ProviderProxy:
+    """What ``rollout.provider()`` returns: the provider interface, recorded."""
+
+    def __init__(self, session: RolloutSession, inner: Any) -> None:
+        self._session = session
+        self._inner = inner
+        self._previous: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _before(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> None:
+        session = self._session
+        session._ensure_started()
+        plain = _plain(list(messages))
+        plain_tools = _plain(tools)
+        plain_params = _plain(params)
+        fresh = new_messages(self._previous, plain)
+        self._previous = plain
+        session.recorder.emit(
+            "llm.turn.started",
+            {
+                "messages": fresh,
+                "tools": plain_tools,
+                "params": plain_params,
+                "messages_hash": request_hash(plain, plain_tools, plain_params),
+            },
+        )
+        replay = session.replay
+        if replay is not None and session.mode is Mode.FULL:
+            try:
+                replay.begin_turn(session.recorder.step)
+            except ReplayDivergenceError as exc:
+                session._divergence_event(exc)
+                raise
+
+    def _failed(self, exc: BaseException) -> None:
+        if isinstance(exc, ReplayDivergenceError):
+            self._session._divergence_event(exc)
+        else:
+            self._session.recorder.emit("llm.turn.failed", {"error": _error_data(exc)})
+
+    def complete(self, messages: Sequence[Any], tools: Any = None, **params: Any) -> Turn:
+        self._before(messages, tools, params)
+        t0 = time.perf_counter()
+        try:
+            turn = coerce_turn(self._inner.complete(messages, tools, **params))
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        self._session._record_turn(turn, round((time.perf_counter() - t0) * 1000, 3))
+        return turn
+
+    async def acomplete(self, messages: Sequence[Any], tools: Any = None, **params: Any) -> Turn:
+        self._before(messages, tools, params)
+        t0 = time.perf_counter()
+        method = getattr(self._inner, "acomplete", None)
+        try:
+            if method is None:
+                result = self._inner.complete(messages, tools, **params)
+            else:
+                result = await method(messages, tools, **params)
+            turn = coerce_turn(result)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        self._session._record_turn(turn, round((time.perf_counter() - t0) * 1000, 3))
+        return turn
