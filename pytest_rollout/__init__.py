@@ -24,6 +24,7 @@ from .score import Score as Score
 from .score import score as score
 from .score import summarize as summarize
 from .session import GoldenMissingError as GoldenMissingError
+from .session import RolloutSession as RolloutSession
 from .turns import ToolCall as ToolCall
 from .turns import Turn as Turn
 
@@ -41,6 +42,7 @@ __all__ = [
     "Rollout",
     "RolloutError",
     "RolloutFormatError",
+    "RolloutSession",
     "RolloutWarning",
     "RunSummary",
     "Score",

@@ -8,6 +8,7 @@ traceback).
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
@@ -16,9 +17,11 @@ from . import __version__
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
 from .compare import compare
 from .errors import RolloutError
+from .fork import ForkFormat
+from .fork import fork as fork_run
 from .loader import load
 from .report import Labels, render_divergence, render_header, render_score
-from .sanitize import sanitize
+from .sanitize import sanitize, terminal_json
 from .score import score, summarize
 
 __all__ = ["main"]
@@ -31,7 +34,8 @@ EXIT_ERROR = 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+        # The message can quote arguments (file names) verbatim: sanitize it like any output.
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {sanitize(message)}\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,7 +65,42 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="also drop this key from the top level of every event's data (repeatable)",
     )
+    fork = commands.add_parser(
+        "fork",
+        help="rebuild the conversation up to a step, as JSON",
+        description="Rebuild the conversation of a rollout up to and including step N and "
+        "print it as JSON, ready to hand to a live model. Rollouts can be untrusted, so the "
+        "system prompt, tool calls and tool results are left out unless asked for.",
+    )
+    fork.add_argument("file", metavar="FILE.jsonl", help="the rollout to fork")
+    fork.add_argument("--step", type=int, required=True, help="the last step to keep")
+    fork.add_argument(
+        "--format",
+        choices=[f.value for f in ForkFormat],
+        default=ForkFormat.NEUTRAL.value,
+        help="message shape: neutral, openai (Chat Completions) or anthropic (Messages)",
+    )
+    fork.add_argument("--include-system", action="store_true", help="keep the system prompt")
+    fork.add_argument(
+        "--include-tool-calls", action="store_true", help="keep the assistant's tool calls"
+    )
+    fork.add_argument(
+        "--include-tool-results", action="store_true", help="keep the tool result messages"
+    )
     return parser
+
+
+def _fork(args: argparse.Namespace, out: TextIO) -> int:
+    result = fork_run(
+        load(args.file).events,
+        args.step,
+        format=args.format,
+        include_system=args.include_system,
+        include_tool_calls=args.include_tool_calls,
+        include_tool_results=args.include_tool_results,
+    )
+    out.write(terminal_json(result.to_json_obj()) + "\n")
+    return EXIT_SAME
 
 
 def _diff(args: argparse.Namespace, out: TextIO) -> int:
@@ -97,6 +136,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         if args.command == "diff":
             return _diff(args, out)
+        if args.command == "fork":
+            return _fork(args, out)
     except RolloutError as exc:
         print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
@@ -107,4 +148,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
 
 
 def entry() -> NoReturn:
+    # A terminal or log that cannot encode some character must not end the report in a
+    # traceback (an ASCII or cp1252 stdout meets "—" or a CJK tool argument).
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     sys.exit(main())

@@ -26,7 +26,7 @@ class DivergenceKind(StrEnum):
     RESPONSE_MISMATCH = "response_mismatch"
     PROMPT_MISMATCH = "prompt_mismatch"
     UNRECORDED_TURN = "unrecorded_turn"
-    UNCONSUMED = "unconsumed_recording"
+    UNCONSUMED = "unconsumed_turn"
 
     @property
     def attribution(self) -> str:

@@ -29,6 +29,7 @@ __all__ = [
     "find_unused",
     "golden_path",
     "module_dir",
+    "prune_empty_dirs",
     "safe_name",
     "write_golden",
 ]
@@ -151,6 +152,18 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def prune_empty_dirs(start: Path, golden_dir: Path) -> None:
+    """Remove ``start`` and its parents while they are empty, stopping at ``golden_dir``."""
+    root = golden_dir.resolve()
+    current = start.resolve()
+    while current != root and current.is_relative_to(root):
+        try:
+            current.rmdir()
+        except OSError:  # not empty, or gone
+            return
+        current = current.parent
 
 
 def find_unused(golden_dir: Path, owned: Iterable[Path], scopes: Iterable[Path]) -> list[Path]:

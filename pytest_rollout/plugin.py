@@ -28,6 +28,7 @@ from .golden import (
     find_unused,
     golden_path,
     module_dir,
+    prune_empty_dirs,
     write_golden,
 )
 from .loader import load
@@ -64,6 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="replay each test from its golden and compare (the default); "
         "DIR overrides the golden directory (write --rollout-compare=DIR)",
+    )
+    group.addoption(
+        "--rollout-golden-dir",
+        default=None,
+        metavar="DIR",
+        help="golden directory for this run (overrides the rollout_golden_dir ini key)",
     )
     group.addoption(
         "--rollout-mode",
@@ -135,6 +142,8 @@ class Settings:
                     f"--rollout-compare takes a golden directory, got {compare!r}; "
                     f"write --rollout-compare=DIR, or put test paths before the flag"
                 )
+        elif config.getoption("rollout_golden_dir"):
+            golden_dir = invocation / config.getoption("rollout_golden_dir")
         else:
             golden_dir = config.rootpath / str(config.getini("rollout_golden_dir"))
         mode_name = config.getoption("rollout_mode") or str(config.getini("rollout_mode"))
@@ -144,8 +153,8 @@ class Settings:
         run_dir: Path | None = None
         if run_dir_option:
             run_dir = invocation / run_dir_option
-        elif config.cache is not None:
-            run_dir = config.cache.mkdir("rollout") / "runs"
+        elif (cache := getattr(config, "cache", None)) is not None:  # absent: no:cacheprovider
+            run_dir = cache.mkdir("rollout") / "runs"
         allow = config.getoption("rollout_allow_unconsumed")
         ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
         try:
@@ -212,10 +221,10 @@ class RolloutPlugin:
 
     def _display(self, path: Path) -> str:
         """``path`` as a user would type it: relative to where pytest was started."""
-        try:
-            return os.path.relpath(path, self.config.invocation_params.dir) + os.sep
-        except ValueError:  # another drive on Windows
-            return str(path) + os.sep
+        base = self.config.invocation_params.dir
+        if path.is_relative_to(base):
+            return os.path.relpath(path, base) + os.sep
+        return str(path) + os.sep
 
     # -- collection: which goldens are owned ------------------------------------------
 
@@ -375,6 +384,7 @@ class RolloutPlugin:
             for path in self.unused(everything=True):
                 path.unlink(missing_ok=True)
                 self.pruned.append(path)
+                prune_empty_dirs(path.parent, self.settings.golden_dir)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

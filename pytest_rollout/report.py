@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 VALUE_LIMIT: Final = 60
+REPLAY_DIVERGENCE: Final = "replay.divergence"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,8 @@ def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
             detail = excerpt(f"{error.get('class', 'Error')}: {error.get('message', '')}", limit)
         else:
             detail = value_text(error, limit)
+    elif kind == REPLAY_DIVERGENCE:
+        detail = excerpt(f"{data.get('kind', '?')}: {data.get('detail', '')}", limit)
     else:
         shown = {k: v for k, v in data.items() if k != "step"}
         detail = value_text(shown, limit) if shown else ""

@@ -7,22 +7,23 @@ Rollouts can come from anywhere, so every string taken from one is passed throug
   characters (bidi overrides, zero-width joiners), line and paragraph separators,
   surrogates and unassigned code points are shown as ``\\xNN`` / ``\\uNNNN`` escapes;
 * CI workflow commands are defused: ``::`` at the start of the text (GitHub Actions) and
-  ``##[`` anywhere (Azure Pipelines) get one character escaped, so no CI runner takes the
-  text as a command.
+  ``##[`` or ``##vso[`` anywhere (Azure Pipelines) get one character escaped, so no CI
+  runner takes the text as a command.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Final
 
-__all__ = ["excerpt", "sanitize"]
+__all__ = ["excerpt", "sanitize", "terminal_json"]
 
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _WORKFLOW_PREFIX: Final = re.compile(r"^(\s*)::")
-_AZURE_COMMAND: Final = "##["
+_AZURE_COMMAND: Final = re.compile(r"##(?=\[|vso\[)", re.IGNORECASE)
 
 
 def _escape(char: str) -> str:
@@ -47,8 +48,8 @@ def sanitize(text: str) -> str:
         text = "".join(_escape(c) if _is_unsafe(c) else c for c in text)
     if "::" in text:
         text = _WORKFLOW_PREFIX.sub(r"\1\\x3a:", text, count=1)
-    if _AZURE_COMMAND in text:
-        text = text.replace(_AZURE_COMMAND, "#\\x23[")
+    if "##" in text:
+        text = _AZURE_COMMAND.sub(r"#\\x23", text)
     return text
 
 
@@ -58,3 +59,15 @@ def excerpt(text: str, limit: int = 80) -> str:
         cut = len(text) - limit
         return f"{sanitize(text[:limit])}… (+{cut} chars)"
     return sanitize(text)
+
+
+def terminal_json(value: object) -> str:
+    """``value`` as indented JSON that is safe to print: every non-ASCII character is a
+    ``\\u`` escape (so no bidi, separator or control character reaches the terminal) and
+    ``##[`` (or ``##vso[``) is written with ``#\\u0023``. It decodes to the same data.
+
+    The standard library's encoder is used because only it can escape to pure ASCII.
+    """
+    text = json.dumps(value, ensure_ascii=True, indent=2, allow_nan=False)
+    return _AZURE_COMMAND.sub(r"#\\u0023", text) if "##" in text else text
+

@@ -22,6 +22,8 @@ from .compare import Comparison, compare
 from .divergence import Divergence, ReplayDivergenceError, classify
 from .errors import RolloutError
 from .events import RUN_COMPLETED, RUN_FAILED, RUN_STARTED, Event
+from .fork import ForkResult
+from .fork import fork as fork_run
 from .golden import GoldenRef
 from .loader import Rollout
 from .recorder import Recorder
@@ -258,6 +260,10 @@ class RolloutSession:
         """Record a custom event at the current step."""
         self._ensure_started()
         self.recorder.emit(event_type, data)
+
+    def fork(self, step: int, **options: Any) -> ForkResult:
+        """The golden's conversation up to and including ``step`` (see :func:`fork`)."""
+        return fork_run(self.require_golden().events, step, **options)
 
     # -- recording ----------------------------------------------------------------
 
