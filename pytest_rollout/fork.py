@@ -90,10 +90,10 @@ def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
     """The conversation up to and including ``step``, every part included."""
     messages: list[dict[str, Any]] = []
     for event in events:
-        if event.step > step:
+        opening = event.type == LLM_TURN_STARTED and event.step == 1
+        if event.step > step and not opening:  # the opening request belongs to step 0 too
             break
         if event.type == LLM_TURN_STARTED:
-            opening = event.step == 1
             for message in event.data.get("messages") or ():
                 if not isinstance(message, Mapping):
                     continue
