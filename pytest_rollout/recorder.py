@@ -66,6 +66,24 @@ def _placeholder(value: Any) -> Any:
         return f"<unrecordable {type(value).__name__}>"
 
 
+def _scrub(value: Any, depth: int) -> Any:
+    """A copy of ``value`` that orjson can encode: strings with lone surrogates escaped,
+    integers beyond 64 bits as text, anything else unencodable as a placeholder."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, bool | float) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if depth >= 100:
+        return f"<unrecordable {type(value).__name__}>"
+    if isinstance(value, Mapping):
+        return {_scrub(str(k), depth): _scrub(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v, depth + 1) for v in value]
+    return _scrub(_placeholder(value), depth + 1)
+
+
 def encode_payload(data: Mapping[str, Any]) -> bytes:
     """Encode an event payload the way the recorder does (raises on unencodable data)."""
     try:
@@ -123,15 +141,20 @@ class Recorder:
         try:
             with self._lock:
                 terminal = event_type in TERMINAL_TYPES
-                if self._closed or (not terminal and self._count >= self._max_events - 2):
+                # A pending gap marker takes a place of its own before this event.
+                if self._closed or (
+                    not terminal and self._count + (self._gap > 0) >= self._max_events - 2
+                ):
                     # Past the cap, keep two places for the gap marker and the terminal event.
                     self._dropped += 1
                     self._gap += not self._closed
                     return
                 step = data.get("step")
                 if type(step) is int:
+                    # Another event of the open turn's step leaves the turn open.
+                    if step != self._step or event_type in (LLM_TURN_STARTED, LLM_TURN_COMPLETED):
+                        self._turn_open = event_type == LLM_TURN_STARTED
                     self._step = step
-                    self._turn_open = event_type == LLM_TURN_STARTED
                 else:
                     step = self._next_step(event_type)
                     if event_type != RUN_STARTED:
@@ -181,7 +204,10 @@ class Recorder:
         except Exception:
             self._encode_errors += 1
             if terminal:  # the terminal event is always kept, so the file stays loadable
-                return orjson.dumps(data, default=_placeholder, option=orjson.OPT_NON_STR_KEYS)
+                try:
+                    return orjson.dumps(data, default=_placeholder, option=orjson.OPT_NON_STR_KEYS)
+                except TypeError:  # a lone surrogate or an integer beyond 64 bits
+                    return orjson.dumps(_scrub(data, 0))
             self._dropped += 1
             self._gap += 1
             return None

@@ -1,0 +1,510 @@
+"""Tests of ``rollout diff``: output, exit codes, refusals and sanitized printing."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pytest_rollout.cli import main
+from pytest_rollout.recorder import Recorder
+
+# 2026-06-28T12:34:56Z
+T0 = 1_782_650_096_000_000_000
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
+
+
+def write_trip(path: Path, city: str = "Rome", *, fail: bool = False) -> Path:
+    """A realistic two-turn run, recorded with a fake clock so its bytes are fixed."""
+    ticks = itertools.count()
+    rec = Recorder(path, clock=lambda: T0 + next(ticks) * 250_000_000)
+    rec.emit(
+        "run.started",
+        {
+            "run_id": "r1",
+            "test_id": "tests/test_trip.py::test_weather",
+            "model": "gpt-x",
+            "provider": "openai",
+            "tools": ["weather"],
+            "prompt": "Weather in the capital?",
+            "meta": {},
+        },
+    )
+    rec.emit(
+        "llm.turn.started",
+        {"messages": [{"role": "user", "content": "Weather in the capital?"}], "params": {}},
+    )
+    rec.emit(
+        "llm.turn.completed",
+        {
+            "content": "",
+            "tool_calls": [{"id": "c1", "name": "weather", "arguments": {"city": city}}],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+            "cost_usd": 0.0125,
+            "latency_ms": 300,
+        },
+    )
+    rec.emit("tool.call.started", {"call_id": "c1", "name": "weather", "arguments": {"city": city}})
+    rec.emit(
+        "tool.call.completed",
+        {"call_id": "c1", "name": "weather", "output": {"temp": 21}, "duration_ms": 4},
+    )
+    rec.emit("usage.delta", {"cumulative_cost_usd": 0.0125})
+    rec.emit("llm.turn.started", {"messages": [{"role": "tool", "content": '{"temp": 21}'}]})
+    rec.emit("llm.turn.completed", {"content": f"Sunny, 21C in {city}.", "cost_usd": 0.02})
+    rec.emit("usage.delta", {"cumulative_cost_usd": 0.04 if fail else 0.0325})
+    if fail:
+        rec.emit("run.failed", {"error": {"class": "ValueError", "message": "wrong city"}})
+    else:
+        rec.emit(
+            "run.completed",
+            {
+                "outcome": "completed",
+                "output": f"Sunny, 21C in {city}.",
+                "cost_totals": {"total_cost_usd": 0.0325},
+                "total_duration_ms": 2250,
+            },
+        )
+    rec.close()
+    assert rec.stats.write_errors == 0
+    return path
+
+
+def write_lines(path: Path, *events: tuple[str, dict[str, Any]]) -> Path:
+    """A rollout file written by hand: (type, data) per line, with fixed ts and seq."""
+    lines = [
+        orjson.dumps({"ts": "2026-06-28T12:34:56.000000Z", "seq": i, "type": t, "data": d})
+        for i, (t, d) in enumerate(events)
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def diff(*args: str | Path) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(["diff", *map(str, args)], out=out)
+    return code, out.getvalue()
+
+
+@pytest.fixture
+def golden(tmp_path: Path) -> Path:
+    return write_trip(tmp_path / "golden.jsonl")
+
+
+@pytest.fixture
+def regressed(tmp_path: Path) -> Path:
+    return write_trip(tmp_path / "run.jsonl", "Paris", fail=True)
+
+
+WINNER_LINE = (
+    "Winner: A (5-0 — outcome: B failed where A completed; errors: A 0 vs B 1; "
+    "cost: A $0.0325 vs B $0.04)"
+)
+EXPECTED_REGRESSION = (
+    """\
+Run A: 2 steps, $0.0325
+Run B: 2 steps, $0.04
+Steps: 1 identical, 2 diverged, 0 only in A, 0 only in B
+"""
+    + WINNER_LINE
+    + """
+
+First divergence at step 1 (diverged)
+  A did:
+    llm.turn.started  1 new message, last user: "Weather in the capital?"
+  > llm.turn.completed  -> weather(city="Rome")
+    tool.call.started  weather(city="Rome")
+    tool.call.completed  weather -> {"temp":21}
+    usage.delta  {"cumulative_cost_usd":0.0125}
+  B did:
+    llm.turn.started  1 new message, last user: "Weather in the capital?"
+  > llm.turn.completed  -> weather(city="Paris")
+    tool.call.started  weather(city="Paris")
+    tool.call.completed  weather -> {"temp":21}
+    usage.delta  {"cumulative_cost_usd":0.0125}
+  Difference (event 2 of the step):
+    data.tool_calls[0].arguments.city: "Rome" -> "Paris"
+  After it: 1 more step differs (1 diverged)
+"""
+)
+
+EXPECTED_IDENTICAL = """\
+Run A: 2 steps, $0.0325
+Run B: 2 steps, $0.0325
+Steps: 3 identical, 0 diverged, 0 only in A, 0 only in B
+Winner: Tie (0-0 — nothing separates them)
+"""
+
+
+# -- output and exit codes ----------------------------------------------------------------
+
+
+def test_the_recorded_file_is_pinned(golden: Path) -> None:
+    first = golden.read_bytes().split(b"\n")[0]
+    assert first.startswith(b'{"ts":"2026-06-28T12:34:56.000000Z","seq":0,"type":"run.started"')
+
+
+def test_diff_of_a_regression(golden: Path, regressed: Path) -> None:
+    assert diff(golden, regressed) == (1, EXPECTED_REGRESSION)
+
+
+def test_diff_of_identical_runs(golden: Path, tmp_path: Path) -> None:
+    assert diff(golden, golden) == (0, EXPECTED_IDENTICAL)
+    # A re-record at another time with another run id is still identical.
+    other = tmp_path / "again.jsonl"
+    other.write_bytes(
+        golden.read_bytes().replace(b"2026-06-28T12:34", b"2027-01-01T00:00").replace(b"r1", b"r9")
+    )
+    assert diff(golden, other) == (0, EXPECTED_IDENTICAL)
+
+
+def test_diff_the_other_way_round(golden: Path, regressed: Path) -> None:
+    code, out = diff(regressed, golden)
+    assert code == 1
+    assert out.splitlines()[:4] == [
+        "Run A: 2 steps, $0.04",
+        "Run B: 2 steps, $0.0325",
+        "Steps: 1 identical, 2 diverged, 0 only in A, 0 only in B",
+        "Winner: B (5-0 — outcome: A failed where B completed; errors: A 1 vs B 0; "
+        "cost: A $0.04 vs B $0.0325)",
+    ]
+    assert '    data.tool_calls[0].arguments.city: "Paris" -> "Rome"' in out.splitlines()
+
+
+def test_diff_when_only_content_differs(tmp_path: Path) -> None:
+    a = write_lines(
+        tmp_path / "a.jsonl",
+        ("run.started", {"prompt": "hi"}),
+        ("llm.turn.started", {"step": 1, "messages": []}),
+        ("llm.turn.completed", {"step": 1, "content": "Hello there!", "cost_usd": 0.001}),
+        ("run.completed", {"step": 1, "outcome": "completed"}),
+    )
+    b = write_lines(
+        tmp_path / "b.jsonl",
+        ("run.started", {"prompt": "hi"}),
+        ("llm.turn.started", {"step": 1, "messages": []}),
+        ("llm.turn.completed", {"step": 1, "content": "Hi!", "cost_usd": 0.003}),
+        ("run.completed", {"step": 1, "outcome": "completed"}),
+    )
+    assert diff(a, b) == (
+        1,
+        "Run A: 1 step, $0.001\n"
+        "Run B: 1 step, $0.003\n"
+        "Steps: 1 identical, 1 diverged, 0 only in A, 0 only in B\n"
+        "Winner: A (1-0 — cost: A $0.001 vs B $0.003)\n"
+        "\n"
+        "First divergence at step 1 (diverged)\n"
+        "  A did:\n"
+        "    llm.turn.started  0 new messages\n"
+        '  > llm.turn.completed  "Hello there!"\n'
+        '    run.completed  outcome="completed"\n'
+        "  B did:\n"
+        "    llm.turn.started  0 new messages\n"
+        '  > llm.turn.completed  "Hi!"\n'
+        '    run.completed  outcome="completed"\n'
+        "  Difference (event 2 of the step):\n"
+        '    data.content: "Hello there!" -> "Hi!"\n',
+    )
+
+
+def test_diff_with_an_extra_step(tmp_path: Path) -> None:
+    a = write_lines(
+        tmp_path / "a.jsonl",
+        ("run.started", {}),
+        ("llm.turn.completed", {"step": 1, "content": "done"}),
+        ("run.completed", {"step": 1, "outcome": "completed"}),
+    )
+    b = write_lines(
+        tmp_path / "b.jsonl",
+        ("run.started", {}),
+        ("llm.turn.completed", {"step": 1, "content": "done"}),
+        ("llm.turn.completed", {"step": 2, "content": "really done"}),
+        ("run.completed", {"step": 2, "outcome": "completed"}),
+    )
+    code, out = diff(a, b)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[:4] == [
+        "Run A: 1 step, cost unknown",
+        "Run B: 2 steps, cost unknown",
+        "Steps: 1 identical, 1 diverged, 0 only in A, 1 only in B",
+        "Winner: A (1-0 — steps: A 1 vs B 2)",
+    ]
+    assert lines[5] == "First divergence at step 1 (diverged)"
+    assert lines[-1] == "  After it: 1 more step differs (1 only in B)"
+
+
+def test_ignore_and_drop_key_options(tmp_path: Path) -> None:
+    def write(path: Path, fetched: str, request: str) -> Path:
+        return write_lines(
+            path,
+            ("run.started", {}),
+            ("llm.turn.started", {"step": 1}),
+            (
+                "tool.call.completed",
+                {"step": 1, "name": "clock", "output": {"at": fetched, "v": 1}, "req": request},
+            ),
+            ("run.completed", {"step": 1}),
+        )
+
+    a = write(tmp_path / "a.jsonl", "12:00", "r1")
+    b = write(tmp_path / "b.jsonl", "13:00", "r2")
+    assert diff(a, b)[0] == 1
+    assert diff("--ignore", "tool.call.completed:output.at", a, b)[0] == 1
+    assert diff("--drop-key", "req", a, b)[0] == 1
+    code, out = diff(
+        "--ignore", "tool.call.completed:output.at", "--drop-key", "req", str(a), str(b)
+    )
+    assert code == 0
+    assert "Steps: 2 identical, 0 diverged" in out
+    # A path scoped to another type does not apply.
+    assert diff("--ignore", "llm.turn.completed:output.at", "--drop-key", "req", a, b)[0] == 1
+    assert diff("--ignore", "**.at", "--ignore", "**.req", a, b)[0] == 0
+
+
+# -- refusals: exit 2, one line, no traceback ------------------------------------------------
+
+
+def refusal(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
+    code, out = diff(*args)
+    captured = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert captured.out == ""
+    assert captured.err.endswith("\n")
+    assert captured.err.count("\n") == 1, captured.err
+    assert "Traceback" not in captured.err
+    return captured.err
+
+
+def test_missing_file(golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.jsonl"
+    err = refusal(capsys, golden, missing)
+    assert err == f"rollout: error: {missing}: cannot open: No such file or directory\n"
+    assert refusal(capsys, missing, golden).startswith(f"rollout: error: {missing}: ")
+
+
+def test_refused_file_names_file_and_line(
+    golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    lines = golden.read_bytes().split(b"\n")
+    lines[2] = b'{"ts": "x", "seq": 2, "type": "llm.turn.completed", "data": {'
+    bad.write_bytes(b"\n".join(lines))
+    err = refusal(capsys, golden, bad)
+    assert err.startswith(f"rollout: error: {bad}:3: invalid JSON at column ")
+
+
+def test_truncated_file_is_refused(
+    golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncated = tmp_path / "truncated.jsonl"
+    truncated.write_bytes(b"\n".join(golden.read_bytes().split(b"\n")[:4]) + b"\n")
+    err = refusal(capsys, truncated, golden)
+    assert err.startswith(f"rollout: error: {truncated}:4: the run has no terminal event")
+
+
+def test_directory_is_refused(
+    golden: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refusal(capsys, golden, tmp_path)
+    assert err.startswith(f"rollout: error: {tmp_path}: ")
+    assert "directory" in err
+
+
+@pytest.mark.parametrize("ignore", ["", "tool.call.completed:"])
+def test_bad_ignore_path(golden: Path, ignore: str, capsys: pytest.CaptureFixture[str]) -> None:
+    err = refusal(capsys, "--ignore", ignore, golden, golden)
+    assert err.startswith("rollout diff: error: empty ignore path")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "the following arguments are required"),
+        (["diff"], "the following arguments are required: A.jsonl, B.jsonl"),
+        (["diff", "a.jsonl"], "the following arguments are required: B.jsonl"),
+        (["diff", "--bogus", "a.jsonl", "b.jsonl"], "unrecognized arguments: --bogus"),
+        (["diff", "a.jsonl", "b.jsonl", "c.jsonl"], "unrecognized arguments: c.jsonl"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["diff", "--ignore"], "argument --ignore: expected one argument"),
+    ],
+)
+def test_wrong_arguments_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc_info:
+        main(argv, out=io.StringIO())
+    assert exc_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: rollout")
+    assert message in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc_info:
+        main(["--version"])
+    assert exc_info.value.code == 0
+    assert capsys.readouterr().out == "rollout 0.1.0\n"
+
+
+# -- sanitized printing ---------------------------------------------------------------------
+
+EVIL = (
+    "\x1b[31mred\x1b[0m\x1b]0;title\x07" + BIDI + "\n::set-output name=a::b\n##[group]g"
+    "\r::error::boom\u2028::notice::x\u2029##vso[task.setvariable variable=x]1\x00\x7f\x9b"
+)
+
+
+def assert_printable(text: str) -> None:
+    assert "\x1b" not in text
+    assert "\x07" not in text
+    assert "\r" not in text
+    assert "\x00" not in text
+    assert "\x9b" not in text
+    assert not any(c in text for c in BIDI + "\u2028\u2029")
+    assert "##[" not in text
+    assert "##vso[" not in text
+    for line in text.splitlines():
+        assert not line.lstrip().startswith("::"), line
+
+
+def write_hostile(path: Path, variant: str) -> Path:
+    return write_lines(
+        path,
+        ("run.started", {"model": EVIL, "prompt": "::error::" + EVIL}),
+        (
+            "llm.turn.started",
+            {"step": 1, "messages": [{"role": "::warning::" + EVIL, "content": EVIL}]},
+        ),
+        (
+            "llm.turn.completed",
+            {
+                "step": 1,
+                "content": "::set-output name=x::" + EVIL + variant,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "name": "::error::" + EVIL,
+                        "arguments": {"::k" + EVIL: "##[group]" + variant + EVIL},
+                    }
+                ],
+            },
+        ),
+        ("tool.call.started", {"step": 1, "name": "##[group]" + EVIL, "arguments": {EVIL: EVIL}}),
+        ("tool.call.completed", {"step": 1, "name": EVIL, "error": EVIL + variant}),
+        ("tool.call.completed", {"step": 1, "name": EVIL, "output": {EVIL: [EVIL]}}),
+        ("::set-output name=x::" + EVIL, {"step": 1, EVIL: EVIL}),
+        ("run.completed", {"step": 1, "outcome": "::error::" + EVIL + variant, "output": EVIL}),
+    )
+
+
+def test_hostile_rollouts_print_safely(tmp_path: Path) -> None:
+    a = write_hostile(tmp_path / "a.jsonl", "A")
+    b = write_hostile(tmp_path / "b.jsonl", "B")
+    code, out = diff(a, b)
+    assert code == 1
+    assert_printable(out)
+    lines = out.splitlines()
+    assert lines[5] == "First divergence at step 1 (diverged)"
+    # The hostile text is still shown, escaped, not dropped.
+    assert "\\x1b[31mred" in out
+    assert "\\u202e" in out
+    assert "\\x3a:error::" in out
+    assert "#\\x23[group]" in out
+    # Every line is one of ours: nothing from the files started a line of its own.
+    assert all(
+        line == "" or line.startswith(("Run ", "Steps: ", "Winner: ", "First divergence", "  "))
+        for line in lines
+    )
+
+
+def test_hostile_error_message_prints_safely(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "\x1b[2J::error::x\u202e\n##[group]" + "\u2066.jsonl"
+    hostile = tmp_path / name
+    hostile.write_bytes(
+        orjson.dumps({"ts": "", "seq": 0, "type": "::error::" + EVIL, "data": {}}) + b"\n"
+    )
+    err = refusal(capsys, hostile, hostile)
+    assert_printable(err)
+    assert err.startswith("rollout: error: ")
+    assert ":1: the first event must be run.started" in err
+    # Missing, hostile name: still one sanitized line.
+    err = refusal(capsys, tmp_path / ("missing" + name), hostile)
+    assert_printable(err)
+    assert "cannot open" in err
+
+
+def test_hostile_argument_in_a_usage_error_prints_safely(
+    golden: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc_info:
+        main(["diff", str(golden), str(golden), "\x1b[2J::error::x\u202e\n##[group]"])
+    assert exc_info.value.code == 2
+    err = capsys.readouterr().err
+    assert_printable(err)
+    assert "unrecognized arguments: \\x1b[2J::error::x\\u202e\\n#\\x23[group]" in err
+
+
+# -- the real command -----------------------------------------------------------------------
+
+ROLLOUT = Path(sys.executable).with_name("rollout")
+
+
+def run_command(
+    *argv: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="strict",
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})},
+        check=False,
+        timeout=120,
+    )
+
+
+def test_console_script(golden: Path, regressed: Path) -> None:
+    assert ROLLOUT.exists()
+    done = run_command(ROLLOUT, "diff", golden, regressed)
+    assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
+    done = run_command(ROLLOUT, "diff", golden, golden)
+    assert (done.returncode, done.stdout, done.stderr) == (0, EXPECTED_IDENTICAL, "")
+
+
+def test_console_script_refusal(golden: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    done = run_command(ROLLOUT, "diff", missing, golden)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"rollout: error: {missing}: cannot open: No such file or directory\n"
+    done = run_command(ROLLOUT, "diff", golden)
+    assert done.returncode == 2
+    assert "the following arguments are required: B.jsonl" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_python_dash_m(golden: Path, regressed: Path) -> None:
+    done = run_command(sys.executable, "-m", "pytest_rollout", "diff", golden, regressed)
+    assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
+
+
+def test_output_that_the_terminal_cannot_encode(golden: Path, regressed: Path) -> None:
+    # An ASCII stdout (or a cp1252 one meeting CJK text) must not end in a traceback.
+    done = run_command(ROLLOUT, "diff", golden, regressed, env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 1
+    assert done.stderr == ""
+    assert done.stdout == EXPECTED_REGRESSION.replace("—", "\\u2014")
