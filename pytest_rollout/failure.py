@@ -27,7 +27,7 @@ __all__ = ["render_verdict"]
 
 LABELS: Final = Labels(a="golden", b="this run")
 WIDTH: Final = 100
-_PROSE: Final = ("Divergence:", "Score:", "  then ", "Cost:", "this run left")
+_PROSE: Final = ("Divergence:", "Likely cause:", "Score:", "  then ", "Cost:", "this run left")
 
 
 def _quote(path: str) -> str:
@@ -46,6 +46,7 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0) -> list[str]:
         f"Golden: {sanitize(verdict.golden_path)}",
         f"Divergence: {excerpt(headline.detail, 200)}",
     ]
+    lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in verdict.report.likely_causes)
     for extra in verdict.divergences[1:4] if verbose > 0 else ():
         lines.append(
             f"  then {extra.kind.value} at step {extra.step}: {excerpt(extra.detail, 160)}"

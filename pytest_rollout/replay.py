@@ -23,7 +23,7 @@ from .divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, TOOL_CALL_COMPLETED, Event
 from .loader import Rollout, load
 from .recorder import encode_payload
-from .report import value_text
+from .report import string_change, value_text
 from .turns import Turn
 
 __all__ = [
@@ -261,10 +261,11 @@ class Replay:
             return "the request differs from the recorded one in messages before this turn"
         first = changes[0]
         path = first.path.removeprefix("data.")
-        return (
-            f"the request differs from the recorded one at {path}: "
-            f"recorded {value_text(first.a)}, got {value_text(first.b)}"
-        )
+        if isinstance(first.a, str) and isinstance(first.b, str):
+            was, got = string_change(first.a, first.b)
+        else:
+            was, got = value_text(first.a), value_text(first.b)
+        return f"the request differs from the recorded one at {path}: recorded {was}, got {got}"
 
     # -- tools -------------------------------------------------------------------
 

@@ -18,8 +18,9 @@ from functools import wraps
 from typing import Any
 
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
-from .compare import Comparison, compare
-from .divergence import Divergence, ReplayDivergenceError, classify
+from .compare import Comparison
+from .divergence import Divergence, ReplayDivergenceError
+from .drift import DriftReport, drift_report
 from .errors import RolloutError
 from .events import RUN_COMPLETED, RUN_FAILED, RUN_STARTED, Event
 from .fork import ForkResult
@@ -35,7 +36,7 @@ from .replay import (
     request_hash,
     to_json_data,
 )
-from .score import RunSummary, Score, score, summarize
+from .score import RunSummary, Score
 from .turns import Turn, coerce_turn
 
 __all__ = ["GoldenMissingError", "Mode", "RolloutSession", "RunHandle", "Verdict"]
@@ -78,26 +79,40 @@ class RunHandle:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """This run against its golden: the comparison, the score and the headline divergence."""
+    """This run against its golden: where both live, and the drift report (golden as a)."""
 
     golden_path: str
     run_path: str | None
-    comparison: Comparison
-    golden_summary: RunSummary
-    run_summary: RunSummary
-    score: Score
-    divergences: tuple[Divergence, ...]
+    report: DriftReport
 
     @property
     def matched(self) -> bool:
-        return self.comparison.identical and not self.divergences
+        return self.report.matched
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.report.comparison
+
+    @property
+    def golden_summary(self) -> RunSummary:
+        return self.report.a_summary
+
+    @property
+    def run_summary(self) -> RunSummary:
+        return self.report.b_summary
+
+    @property
+    def score(self) -> Score:
+        return self.report.score
+
+    @property
+    def divergences(self) -> tuple[Divergence, ...]:
+        return self.report.divergences
 
     @property
     def headline(self) -> Divergence | None:
         """The first divergence: replay's own when it raised one, else the comparison's."""
-        if self.divergences:
-            return self.divergences[0]
-        return classify(self.comparison)
+        return self.report.headline
 
 
 @dataclass(slots=True)
@@ -473,18 +488,13 @@ class RolloutSession:
         golden = self.require_golden()
         if self._started and not self._finished:
             self._finish_completed(None)
-        mine = self.events()
-        comparison = compare(golden.events, mine, self.options)
-        golden_summary = summarize(golden.events)
-        run_summary = summarize(mine)
+        report = drift_report(
+            golden.events, self.events(), self.options, divergences=self.divergences()
+        )
         self._verdict = Verdict(
             golden_path=self.golden_path,
             run_path=self._run_display or self.recorder.path,
-            comparison=comparison,
-            golden_summary=golden_summary,
-            run_summary=run_summary,
-            score=score(golden_summary, run_summary),
-            divergences=tuple(self.divergences()),
+            report=report,
         )
         return self._verdict
 
