@@ -15,14 +15,16 @@ from typing import NoReturn, TextIO
 
 from . import __version__
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
-from .compare import compare
+from .drift import drift_report
 from .errors import RolloutError
 from .fork import ForkFormat
 from .fork import fork as fork_run
+from .integrity import IntegrityReport
+from .integrity import check as check_integrity
 from .loader import load
 from .report import Labels, render_divergence, render_header, render_score
-from .sanitize import sanitize, terminal_json
-from .score import score, summarize
+from .sanitize import excerpt, sanitize, terminal_json
+from .timeline import parse_step_range, render_show
 
 __all__ = ["main"]
 
@@ -65,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="also drop this key from the top level of every event's data (repeatable)",
     )
+    diff.add_argument(
+        "--json",
+        action="store_true",
+        help="print the drift report as one JSON object (steps added, removed and changed, "
+        "divergent tool calls, cost delta, outcome, score, divergences, likely causes)",
+    )
     fork = commands.add_parser(
         "fork",
         help="rebuild the conversation up to a step, as JSON",
@@ -87,6 +95,33 @@ def _parser() -> argparse.ArgumentParser:
     fork.add_argument(
         "--include-tool-results", action="store_true", help="keep the tool result messages"
     )
+    check = commands.add_parser(
+        "check",
+        help="check that every tool call was announced and completed",
+        description="Check each rollout offline: every tool call answers a call the turn "
+        "before it announced (same name and arguments), every call completes, no call_id is "
+        "reused. Exit 0 when all match, 1 on a mismatch, 2 when a file cannot be loaded.",
+    )
+    check.add_argument("files", metavar="FILE.jsonl", nargs="+", help="the rollouts to check")
+    check.add_argument("--json", action="store_true", help="print the reports as JSON")
+    show = commands.add_parser(
+        "show",
+        help="print a rollout as a readable timeline, with its totals",
+        description="Print one line per event (step, seq, type and what it did), then the "
+        "totals of the whole run. Filters choose which events are listed.",
+    )
+    show.add_argument("file", metavar="FILE.jsonl", help="the rollout to show")
+    show.add_argument(
+        "--type",
+        metavar="TYPE",
+        action="append",
+        default=[],
+        help="only events of this type, exact or a dotted prefix such as 'tool.' (repeatable)",
+    )
+    show.add_argument("--step", metavar="N|A-B", help="only this step, or this range of steps")
+    show.add_argument(
+        "--grep", metavar="TEXT", help="only events whose JSON contains TEXT (any case)"
+    )
     return parser
 
 
@@ -103,6 +138,55 @@ def _fork(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_SAME
 
 
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    checked: list[tuple[str, IntegrityReport]] = []
+    refused = False
+    for path in args.files:
+        try:
+            report = check_integrity(load(path).events)
+        except RolloutError as exc:
+            # One refused file does not hide the verdict on the others.
+            print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
+            refused = True
+            continue
+        checked.append((path, report))
+        if not args.json:
+            out.write("\n".join(_check_lines(path, report)) + "\n")
+    if args.json:
+        files = [{"path": path, **report.to_json_obj()} for path, report in checked]
+        out.write(terminal_json({"files": files}) + "\n")
+    if refused:
+        return EXIT_ERROR
+    return EXIT_SAME if all(report.matched for _, report in checked) else EXIT_DIFFERENT
+
+
+def _check_lines(path: str, report: IntegrityReport) -> list[str]:
+    count = len(report.mismatches)
+    verdict = "matched" if report.matched else f"{count} mismatch{'es' if count != 1 else ''}"
+    lines = [
+        f"{sanitize(path)}: {verdict}",
+        f"  events replayed: {report.events}, steps: {report.steps}",
+    ]
+    for m in report.mismatches:
+        call = "(no id)" if m.call_id is None else sanitize(m.call_id)
+        line = "?" if m.line is None else m.line
+        lines.append(f"  step {m.step}, call {call} (line {line}): {sanitize(m.reason)}")
+    return lines
+
+
+def _show(args: argparse.Namespace, out: TextIO) -> int:
+    steps = None
+    if args.step is not None:
+        try:
+            steps = parse_step_range(args.step)
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
+    events = load(args.file).events
+    lines = render_show(events, types=args.type, steps=steps, grep=args.grep)
+    out.write("\n".join(lines) + "\n")
+    return EXIT_SAME
+
+
 def _diff(args: argparse.Namespace, out: TextIO) -> int:
     options: CanonicalOptions = DEFAULT_OPTIONS
     if args.ignore or args.drop_key:
@@ -112,15 +196,19 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
             raise _Usage(str(exc)) from None
     run_a = load(args.a)
     run_b = load(args.b)
-    comparison = compare(run_a.events, run_b.events, options)
-    sum_a = summarize(run_a.events)
-    sum_b = summarize(run_b.events)
+    report = drift_report(run_a.events, run_b.events, options)
+    comparison = report.comparison
+    if args.json:
+        data = {"a": run_a.path, "b": run_b.path, **report.to_json_obj()}
+        out.write(terminal_json(data) + "\n")
+        return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
     labels = Labels()
-    lines = render_header(sum_a, sum_b, comparison, labels)
-    lines.append(f"Winner: {render_score(score(sum_a, sum_b), labels)}")
+    lines = render_header(report.a_summary, report.b_summary, comparison, labels)
+    lines.append(f"Winner: {render_score(report.score, labels)}")
     if not comparison.identical:
         lines.append("")
         lines.extend(render_divergence(comparison, labels))
+        lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in report.likely_causes)
     out.write("\n".join(lines) + "\n")
     return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
 
@@ -138,6 +226,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _diff(args, out)
         if args.command == "fork":
             return _fork(args, out)
+        if args.command == "check":
+            return _check(args, out)
+        if args.command == "show":
+            return _show(args, out)
     except RolloutError as exc:
         print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
