@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,7 +121,9 @@ class Recording:
     def from_events(cls, events: Iterable[Event]) -> Recording:
         recording = cls()
         requests: dict[int, dict[str, Any]] = {}
-        completions: dict[Any, Event] = {}
+        # Completions queue per (step, call id) and pair with starts in order, so calls that
+        # share an id (or have none) each get their own result.
+        completions: dict[tuple[int, str], deque[Event]] = {}
         started: list[Event] = []
         for event in events:
             if event.type == LLM_TURN_STARTED:
@@ -132,10 +135,11 @@ class Recording:
             elif event.type == "tool.call.started":
                 started.append(event)
             elif event.type == TOOL_CALL_COMPLETED:
-                completions.setdefault((event.step, event.data.get("call_id")), event)
+                completions.setdefault(_call_key(event), deque()).append(event)
         for event in started:
             calls = recording.calls.setdefault(event.step, [])
-            done = completions.get((event.step, event.data.get("call_id")))
+            queue = completions.get(_call_key(event))
+            done = queue.popleft() if queue else None
             arguments = event.data.get("arguments")
             calls.append(
                 RecordedCall(
@@ -150,6 +154,10 @@ class Recording:
                 )
             )
         return recording
+
+
+def _call_key(event: Event) -> tuple[int, str]:
+    return event.step, orjson.dumps(event.data.get("call_id")).decode()
 
 
 def _call_text(name: str, arguments: Any) -> str:
