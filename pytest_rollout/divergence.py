@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from .compare import Comparison, StepStatus
+from .compare import Comparison, FirstDivergence, StepStatus
 from .errors import RolloutError
 from .events import (
     LLM_TURN_COMPLETED,
     LLM_TURN_STARTED,
+    RUN_COMPLETED,
+    RUN_FAILED,
     RUN_STARTED,
     TOOL_CALL_COMPLETED,
     TOOL_CALL_STARTED,
@@ -27,6 +29,8 @@ class DivergenceKind(StrEnum):
     PROMPT_MISMATCH = "prompt_mismatch"
     UNRECORDED_TURN = "unrecorded_turn"
     UNCONSUMED = "unconsumed_turn"
+    SETUP_MISMATCH = "setup_mismatch"
+    EVENT_MISMATCH = "event_mismatch"
 
     @property
     def attribution(self) -> str:
@@ -34,6 +38,7 @@ class DivergenceKind(StrEnum):
 
 
 _TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
+_ANSWER_TYPES: Final = frozenset({LLM_TURN_COMPLETED, RUN_COMPLETED, RUN_FAILED})
 
 _ATTRIBUTION: Final = {
     DivergenceKind.TOOL_CALL_MISMATCH: "agent",
@@ -43,6 +48,8 @@ _ATTRIBUTION: Final = {
     DivergenceKind.PROMPT_MISMATCH: "harness",
     DivergenceKind.UNRECORDED_TURN: "harness",
     DivergenceKind.UNCONSUMED: "agent",
+    DivergenceKind.SETUP_MISMATCH: "harness",
+    DivergenceKind.EVENT_MISMATCH: "agent",
 }
 
 
@@ -97,16 +104,27 @@ def classify(comparison: Comparison) -> Divergence | None:
         kind = DivergenceKind.UNRECORDED_CALL
     elif first.status is StepStatus.ONLY_IN_B and event.type.startswith("llm.turn."):
         kind = DivergenceKind.UNRECORDED_TURN
-    elif event.type in (LLM_TURN_STARTED, RUN_STARTED):
+    elif event.type == RUN_STARTED:
+        kind = DivergenceKind.SETUP_MISMATCH
+    elif event.type == LLM_TURN_STARTED:
         kind = DivergenceKind.PROMPT_MISMATCH
     elif event.type == LLM_TURN_COMPLETED and any(
         c.path.startswith("data.tool_calls") for c in first.changes
     ):
         kind = DivergenceKind.TOOL_CALL_MISMATCH
-    else:
+    elif event.type in _ANSWER_TYPES or (recorded is None) != (actual is None):
         kind = DivergenceKind.RESPONSE_MISMATCH
-    return Divergence(kind, first.step, _detail(first.changes[0].path if first.changes else ""))
+    else:
+        kind = DivergenceKind.EVENT_MISMATCH
+    return Divergence(kind, first.step, _detail(first))
 
 
-def _detail(path: str) -> str:
-    return f"first difference in {path}" if path else "the events differ"
+def _detail(first: FirstDivergence) -> str:
+    recorded, actual = first.a_event, first.b_event
+    if recorded is None and actual is not None:
+        return f"only this run has a {actual.type} event here"
+    if actual is None and recorded is not None:
+        return f"only the recording has a {recorded.type} event here"
+    if first.changes:
+        return f"first difference in {first.changes[0].path}"
+    return "the events differ"

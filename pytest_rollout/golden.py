@@ -75,10 +75,15 @@ def golden_path(golden_dir: Path, nodeid: str, name: str | None = None) -> Path:
     file_part, _, rest = nodeid.partition("::")
     module = file_part[:-3] if file_part.endswith(".py") else file_part
     parts = [p for p in module.replace("\\", "/").split("/") if p and p != "."]
-    inner = rest.split("::") if rest else []
+    # A parametrize id may itself hold "::" or "/": split names only before it.
+    names, bracket, params = rest.partition("[")
+    inner = names.split("::") if names else []
+    if bracket and inner:
+        inner[-1] += bracket + params
     if name is not None:
         inner = [*inner[:-1], name]
-    components = [safe_name(p if p != ".." else "__") for p in (*parts, *inner)]
+    parts = [safe_name(p if p != ".." else "__") for p in parts]
+    components = [*parts, *(safe_name(p) for p in inner)]
     if not components:
         raise RolloutError(f"cannot derive a golden file name from test id {nodeid!r}")
     components[-1] += SUFFIX

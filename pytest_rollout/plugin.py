@@ -207,6 +207,7 @@ class RolloutPlugin:
         self.settings = settings
         self.tally = Tally()
         self.deselected: list[pytest.Item] = []
+        self.collection_failed = False
         self.workers_reported = 0
         self.pruned: list[Path] = []
 
@@ -243,7 +244,14 @@ class RolloutPlugin:
             source is pytest.Config.ArgsSource.INVOCATION_DIR
             and self.config.invocation_params.dir == self.config.rootpath
         )
-        self.tally.full_selection = default_args and not self.deselected
+        # A file that failed to collect owns goldens nobody can see: never prune then.
+        self.tally.full_selection = (
+            default_args and not self.deselected and not self.collection_failed
+        )
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_failed = True
 
     # -- one test ---------------------------------------------------------------------
 
@@ -327,15 +335,27 @@ class RolloutPlugin:
             return report
         item.stash[CALL_REPORT_KEY] = report
         session = item.stash.get(SESSION_KEY, None)
-        if session is None or session.reported:
+        if session is None:
             return report
         excinfo = call.excinfo
         if excinfo is not None and isinstance(excinfo.value, GoldenMissingError):
             report.longrepr = str(excinfo.value)
-            return report
-        if session.replay_started and (report.passed or report.failed):
+        elif session.reported:
+            if report.failed and excinfo is not None and excinfo.errisinstance(AssertionError):
+                # pytest cuts assertion explanations to a few lines outside CI; the report
+                # is only useful whole, so it replaces the explanation here.
+                report.longrepr = self._full_report(session, excinfo)
+        elif session.replay_started and (report.passed or report.failed):
             self._report_divergence(item, session, report, excinfo)
         return report
+
+    def _full_report(
+        self, session: RolloutSession, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str:
+        lines = render_verdict(session.verdict(), verbose=self.config.get_verbosity())
+        entry = excinfo.traceback[-1]
+        where = self._display(Path(entry.path)).rstrip(os.sep)
+        return "\n".join([*lines, "", f"{where}:{entry.lineno + 1}: AssertionError"])
 
     def _report_divergence(
         self,

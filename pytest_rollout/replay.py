@@ -179,8 +179,8 @@ class Replay:
         self._checked_steps: set[int] = set()
 
     @classmethod
-    def from_rollout(cls, rollout: Rollout) -> Replay:
-        return cls(Recording.from_events(rollout.events), rollout.path)
+    def from_rollout(cls, rollout: Rollout, source: str | None = None) -> Replay:
+        return cls(Recording.from_events(rollout.events), source or rollout.path)
 
     def _diverge(self, kind: DivergenceKind, step: int, detail: str) -> ReplayDivergenceError:
         divergence = Divergence(kind, step, detail)
@@ -207,6 +207,14 @@ class Replay:
                     f"{_call_text(call.name, call.arguments)}, but the agent moved on to "
                     f"the next turn without making it",
                 )
+
+    def live_turn(self, step: int) -> None:
+        """A live provider answers turn ``step`` (full replay): the recorded turn of that
+        step is accounted for, and the calls of earlier steps must have been made."""
+        self.begin_turn(step)
+        if step <= len(self.recording.turns):
+            self.recording.turns[step - 1].consumed = True
+        self._served = max(self._served, step)
 
     def serve_turn(
         self, messages: Any, tools: Any, params: Mapping[str, Any], fresh: Sequence[Any]

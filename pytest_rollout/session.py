@@ -187,6 +187,7 @@ class RolloutSession:
         self._replay: Replay | None = None
         self._run_id = uuid.uuid4().hex
         self._started = False
+        self._start_args: tuple[Any, dict[str, Any]] | None = None
         self._finished = False
         self._t0 = 0.0
         self._tools: list[str] = []
@@ -206,7 +207,7 @@ class RolloutSession:
         if not self.mode.replays_tools:
             return None
         if self._replay is None:
-            self._replay = Replay.from_rollout(self.require_golden())
+            self._replay = Replay.from_rollout(self.require_golden(), source=self.golden_path)
         return self._replay
 
     @property
@@ -230,6 +231,8 @@ class RolloutSession:
             replay = self.replay
             assert replay is not None
             inner: Any = RecordedProvider(replay)
+            if live is None:
+                self._adopt_golden_identity()
         else:
             if live is None:
                 raise RolloutError(
@@ -250,7 +253,18 @@ class RolloutSession:
                 f"recorded_provider replays a golden, and this test runs in "
                 f"{self.mode.value} mode; wrap the live provider with rollout.provider(...)"
             )
+        self._adopt_golden_identity()
         return ProviderProxy(self, RecordedProvider(replay))
+
+    def _adopt_golden_identity(self) -> None:
+        """With no live provider to ask, the run names the model the golden was recorded
+        with: the provider is the recording itself."""
+        if self._provider is not None or self.golden is None:
+            return
+        started = self.golden.events[0].data
+        model, provider = started.get("model"), started.get("provider")
+        self._model = model if isinstance(model, str) else None
+        self._provider = provider if isinstance(provider, str) else None
 
     def tools(self, mapping: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
         """Wrap tools: each call is recorded, and answered from the golden when replaying."""
@@ -283,10 +297,19 @@ class RolloutSession:
     # -- recording ----------------------------------------------------------------
 
     def _start(self, prompt: Any, meta: Mapping[str, Any]) -> None:
+        """Open the run. ``run.started`` is written with the first event that follows, so
+        that providers and tools wrapped inside the ``run()`` block are named in it."""
         if self._started:
             raise RolloutError("rollout.run() was entered twice: one test records one run")
         self._started = True
         self._t0 = time.perf_counter()
+        self._start_args = (prompt, dict(meta))
+
+    def _emit_start(self) -> None:
+        if self._start_args is None:
+            return
+        prompt, meta = self._start_args
+        self._start_args = None
         data: dict[str, Any] = {
             "run_id": self._run_id,
             "test_id": self.test_id,
@@ -302,10 +325,12 @@ class RolloutSession:
     def _ensure_started(self) -> None:
         if not self._started:
             self._start(None, {})
+        self._emit_start()
 
     def _finish(self, event_type: str, data: dict[str, Any]) -> None:
         if self._finished or not self._started:
             return
+        self._emit_start()
         self._finished = True
         self.recorder.emit(event_type, data)
 
@@ -539,7 +564,7 @@ class ProviderProxy:
         replay = session.replay
         if replay is not None and session.mode is Mode.FULL:
             try:
-                replay.begin_turn(session.recorder.step)
+                replay.live_turn(session.recorder.step)
             except ReplayDivergenceError as exc:
                 session._divergence_event(exc)
                 raise

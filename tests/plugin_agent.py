@@ -1,0 +1,105 @@
+"""Shared pieces of the plugin's pytester end-to-end tests (``tests/test_plugin_*.py``).
+
+Each test writes a small project into its pytester directory: ``agent.py`` (a scripted LLM,
+two tools and an agent loop, from ``data/plugin_agent.py.txt``) and one or more test files
+that use the ``rollout`` and ``golden`` fixtures, as a user's suite would. Goldens are
+recorded in-process (fast); the behaviour under test runs in-process, and again under
+pytest-xdist with ``-n 2`` in a subprocess (xdist in-process is not reliable). Tests of
+what xdist cannot change (usage errors, known bugs pinned as xfail) run in-process only:
+each xdist run costs seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+AGENT_SOURCE: Final = (Path(__file__).parent / "data" / "plugin_agent.py.txt").read_text(
+    encoding="utf-8"
+)
+
+#: Extra arguments that run the behaviour under test under pytest-xdist with two workers.
+N2: Final = ("-n", "2")
+#: Run the behaviour under test as is, and under pytest-xdist with two workers.
+XDIST: Final = pytest.mark.parametrize(
+    "xdist", [pytest.param((), id="serial"), pytest.param(N2, id="xdist")]
+)
+
+#: One user test: the agent answers a weather question; ``AGENT_CHANGE`` changes the agent.
+WEATHER_TEST: Final = """
+import os
+
+from agent import TOOLS, ScriptedLLM, agent
+
+
+def test_weather(rollout, golden):
+    llm = rollout.provider(ScriptedLLM())
+    tools = rollout.tools(TOOLS)
+    question = "What is the weather in Paris?"
+    with rollout.run(prompt=question) as run:
+        run.output = agent(llm, tools, question, os.environ.get("AGENT_CHANGE", ""))
+    assert rollout == golden
+"""
+
+#: Hypothesis's pytest plugin imports all of Hypothesis in every run's terminal summary
+#: (seconds per run on a busy machine); these runs have no use for it.
+NO_HYPOTHESIS: Final = ("-p", "no:hypothesispytest")
+#: In-process, pytest_rollout is already imported, so the inner run warns that it cannot
+#: rewrite its asserts: a fact of pytester, not something a user would see.
+IN_PROCESS: Final = (*NO_HYPOTHESIS, "-W", "ignore::pytest.PytestAssertRewriteWarning")
+
+_SECTION: Final = re.compile(r"^_{3,} (.+?) _{3,}$")
+
+
+def write_project(pytester: pytest.Pytester, **test_files: str) -> None:
+    """Write ``agent.py`` and the given test files (``name=source``) into the project."""
+    pytester.makepyfile(agent=AGENT_SOURCE, **test_files)
+
+
+def run(pytester: pytest.Pytester, xdist: Sequence[str], *args: str) -> pytest.RunResult:
+    """Run pytest in the project: in-process, or in a subprocess when xdist is on."""
+    if xdist:
+        return pytester.runpytest_subprocess(*NO_HYPOTHESIS, *xdist, *args)
+    return pytester.runpytest_inprocess(*IN_PROCESS, *args)
+
+
+def record(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Record the goldens of the project in-process and forget the live calls it made."""
+    result = pytester.runpytest_inprocess(*IN_PROCESS, "--rollout-record", *args)
+    live_calls(pytester)
+    return result
+
+
+def live_calls(pytester: pytest.Pytester) -> list[str]:
+    """The live LLM and tool calls made since the last look (``llm``, or a tool's name)."""
+    log = pytester.path / "calls.log"
+    if not log.exists():
+        return []
+    calls = log.read_text(encoding="utf-8").split()
+    log.unlink()
+    return calls
+
+
+def failure_sections(result: pytest.RunResult) -> dict[str, list[str]]:
+    """The lines of each test's section under FAILURES, by the test's name."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in result.outlines:
+        found = _SECTION.match(line)
+        if found:
+            current = sections.setdefault(found.group(1), [])
+        elif line.startswith("====="):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return sections
+
+
+def goldens(pytester: pytest.Pytester, directory: str = "golden") -> list[str]:
+    """The golden files under ``directory``, as sorted paths relative to it."""
+    root = pytester.path / directory
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.jsonl"))

@@ -1,0 +1,132 @@
+"""Per-test settings: the ``rollout`` marker, the ``pytest_rollout_ignore`` hook, ini keys.
+
+Each way of leaving a field out of the comparison is tried on a field that really differs
+from run to run (a session id, a request id); a control test that ignores nothing fails on
+that same field, so each pass is the mechanism's doing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from plugin_agent import XDIST, failure_sections, goldens, live_calls, record, run, write_project
+
+CONFTEST = """
+def pytest_rollout_ignore(config, item):
+    if item.name == "test_hook":
+        return ["agent.note:hook_token"]
+    return None
+"""
+
+INI = """
+[pytest]
+rollout_ignore =
+    agent.note:ini_token
+"""
+
+MARKER_TEST = """
+import uuid
+
+import pytest
+from agent import TOOLS, ScriptedLLM, agent
+
+QUESTION = "What is the weather in Paris?"
+
+
+def ask(rollout, field):
+    with rollout.run(prompt=QUESTION) as run:
+        # Something that changes on every run, as request ids and session ids do.
+        rollout.emit("agent.note", **{field: uuid.uuid4().hex})
+        run.output = agent(rollout.provider(ScriptedLLM()), rollout.tools(TOOLS), QUESTION)
+
+
+def test_control(rollout, golden):
+    ask(rollout, "request_id")
+    assert rollout == golden
+
+
+@pytest.mark.rollout(ignore=["agent.note:request_id"])
+def test_marker_ignore(rollout, golden):
+    ask(rollout, "request_id")
+    assert rollout == golden
+
+
+@pytest.mark.rollout(drop_keys=["request_id"])
+def test_marker_drop_keys(rollout, golden):
+    ask(rollout, "request_id")
+    assert rollout == golden
+
+
+def test_hook(rollout, golden):
+    ask(rollout, "hook_token")
+    assert rollout == golden
+
+
+def test_ini(rollout, golden):
+    ask(rollout, "ini_token")
+    assert rollout == golden
+
+
+@pytest.mark.rollout(golden="paris_weather")
+def test_marker_golden_name(rollout, golden):
+    with rollout.run(prompt=QUESTION) as run:
+        run.output = agent(rollout.provider(ScriptedLLM()), rollout.tools(TOOLS), QUESTION)
+    assert rollout == golden
+
+
+@pytest.mark.rollout(mode="full", allow_unconsumed=True)
+def test_marker_mode_full(rollout, golden):
+    with rollout.run(prompt=QUESTION) as run:
+        run.output = agent(rollout.provider(ScriptedLLM()), rollout.tools(TOOLS), QUESTION)
+    assert run.output == "It is 18.5 C with light rain in Paris."
+"""
+
+
+@XDIST
+def test_marker_hook_and_ini_settings_apply_per_test(
+    pytester: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    write_project(pytester, test_marker=MARKER_TEST)
+    pytester.makeconftest(CONFTEST)
+    pytester.makeini(INI)
+    record(pytester).assert_outcomes(passed=7)
+    assert goldens(pytester) == [
+        "test_marker/paris_weather.jsonl",
+        "test_marker/test_control.jsonl",
+        "test_marker/test_hook.jsonl",
+        "test_marker/test_ini.jsonl",
+        "test_marker/test_marker_drop_keys.jsonl",
+        "test_marker/test_marker_ignore.jsonl",
+        "test_marker/test_marker_mode_full.jsonl",
+    ]
+
+    result = run(pytester, xdist, "-v")
+
+    result.assert_outcomes(passed=6, failed=1)
+    sections = failure_sections(result)
+    assert list(sections) == ["test_control"]
+    control = "\n".join(sections["test_control"])
+    assert "this run left its golden at step 0: " in control
+    assert "data.request_id" in control
+    # Only the full-mode test called the live provider; no test called a live tool.
+    assert live_calls(pytester) == ["llm", "llm"]
+
+
+def test_marker_with_an_unknown_mode_is_an_error(pytester: pytest.Pytester) -> None:
+    write_project(
+        pytester,
+        test_bad="""
+import pytest
+
+
+@pytest.mark.rollout(mode="wet")
+def test_bad(rollout):
+    pass
+""",
+    )
+
+    result = run(pytester, ())
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.rollout(mode=...) must be 'dry' or 'full', got 'wet'*"]
+    )
