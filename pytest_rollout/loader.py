@@ -47,10 +47,21 @@ DEFAULT_LIMITS: Final = Limits()
 _MIN_INT: Final = -(2**63)
 _MAX_INT: Final = 2**64 - 1
 # An integer needs 19 digits or more to leave the 64-bit range; shorter runs are safe.
-_LONG_DIGITS: Final = re.compile(rb"\d{19}")
-# One JSON string literal, unrolled so that matching never backtracks.
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_WHITESPACE: Final = b" \t\r\n"
+# Every digit becomes "0", so one find() spots 19 digits in a row (C speed; a regex
+# search for \d{19} cost most of a bulk load).
+_DIGITS_TO_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
+_NINETEEN_ZEROS: Final = b"0" * 19
+# One counted JSON element per match: any filler (string literals, possibly unterminated,
+# empty containers, scalars, whitespace) up to a comma, the opening of a non-empty container
+# (group 1) or the end of the line. Possessive quantifiers and the end-of-line alternatives
+# keep every match linear and stack-free: no backtracking, no retry from later positions.
+_ELEMENT: Final = re.compile(
+    rb'(?:"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|[\[{][ \t\r\n]*+[\]}]|[^"\[{,])*+'
+    rb"(?:([,\[{])|\Z)",
+    re.DOTALL,
+)
+# A run of JSON whitespace, newlines included: blank lines are skipped by one match.
+_JSON_WHITESPACE: Final = re.compile(rb"[ \t\r\n]*+")
 _REQUIRED: Final = (("ts", str), ("seq", int), ("type", str), ("data", dict))
 
 
@@ -157,9 +168,7 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
     terminal_line = 0
     lineno = 0
     loads_ = orjson.loads
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if not raw or raw.isspace():
-            continue
+    for lineno, raw in _content_lines(data):
         try:
             obj = _parse_line(raw, limits, loads_)
             etype, seq, ts, payload = _envelope(obj)
@@ -192,6 +201,37 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
     return tuple(events)
 
 
+def _content_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The 1-based number and bytes of each non-blank line; lines end at ``\\n`` only.
+
+    Lines are cut one at a time (never ``data.split``, whose list of millions of tiny or
+    empty lines would cost gigabytes), and runs of blank lines are skipped in C.
+    """
+    find = data.find
+    skip = _JSON_WHITESPACE.match
+    size = len(data)
+    lineno = 1
+    start = 0
+    while start < size:
+        end = find(b"\n", start)
+        if end < 0:
+            end = size
+        raw = data[start:end]
+        if raw.strip(b" \t\r"):
+            yield lineno, raw
+            lineno += 1
+            start = end + 1
+            continue
+        blank = skip(data, start)  # always matches: this line's bytes are whitespace
+        text = size if blank is None else blank.end()
+        if text == size:
+            return
+        # This line was blank, so a newline lies between it and the text: start there.
+        line_start = data.rfind(b"\n", start, text) + 1
+        lineno += data.count(b"\n", start, line_start)
+        start = line_start
+
+
 def _parse_line(raw: bytes, limits: Limits, loads_: Any) -> Any:
     if len(raw) > limits.line_bytes:
         raise _Refusal(f"line is {len(raw)} bytes, over the {limits.line_bytes}-byte limit")
@@ -206,14 +246,22 @@ def _parse_line(raw: bytes, limits: Limits, loads_: Any) -> Any:
     # Depth needs one bracket per level: a line with few brackets cannot be too deep.
     if raw.count(b"[") + raw.count(b"{") > limits.depth:
         _check_depth(obj, limits)
-    if _LONG_DIGITS.search(raw) is not None or b"\\u003" in raw:
+    if raw.translate(_DIGITS_TO_ZERO).find(_NINETEEN_ZEROS) >= 0 or b"\\u003" in raw:
         _check_exactly(raw)
-    elif raw.count(b":") != orjson.dumps(obj).count(b":"):
+    elif raw.count(b":") != _colons(obj):
         # Each key owns one structural colon, and orjson writes every parsed string with
         # its colons unescaped, so equal counts mean no key was dropped as a duplicate.
         # (A colon written as \u003a would break the count: those lines go the exact way.)
         _check_exactly(raw)
     return obj
+
+
+def _colons(obj: Any) -> int:
+    """Colons in orjson's rendering of ``obj``, or -1 (forcing the exact check) if none."""
+    try:
+        return orjson.dumps(obj).count(b":")
+    except orjson.JSONEncodeError:  # nesting deeper than orjson writes (a custom depth)
+        return -1
 
 
 def _decode_reason(exc: orjson.JSONDecodeError) -> str:
@@ -224,25 +272,32 @@ def _decode_reason(exc: orjson.JSONDecodeError) -> str:
 
 
 def _check_element_count(raw: bytes, limits: Limits) -> None:
-    skeleton = _STRING.sub(b'""', raw).translate(None, _WHITESPACE)
-    containers = skeleton.count(b"[") + skeleton.count(b"{")
-    empty = skeleton.count(b"[]") + skeleton.count(b"{}")
+    # Commas plus container openings, strings included, bound the count from above.
+    if raw.count(b",") + raw.count(b"[") + raw.count(b"{") < limits.elements:
+        return
     # Children of non-empty containers are one more than their commas; plus the root.
-    elements = skeleton.count(b",") + containers - empty + 1
-    if elements > limits.elements:
-        raise _Refusal(f"more than {limits.elements} JSON elements in one line")
+    # Stop as soon as the limit is passed, so hostile lines cost at most `elements` steps.
+    elements = 1
+    for match in _ELEMENT.finditer(raw):
+        if match.lastindex is not None:
+            elements += 1
+            if elements > limits.elements:
+                raise _Refusal(f"more than {limits.elements} JSON elements in one line")
 
 
 def _check_depth(obj: Any, limits: Limits) -> None:
+    # Only containers are levels (a scalar inside the 100th container is at depth 100), as
+    # the bracket count that decides whether to call this assumes.
     stack: list[tuple[Any, int]] = [(obj, 1)]
     while stack:
         node, depth = stack.pop()
+        if type(node) is dict:
+            node = node.values()
+        elif type(node) is not list:
+            continue
         if depth > limits.depth:
             raise _Refusal(f"JSON nesting deeper than {limits.depth} levels")
-        if type(node) is dict:
-            stack.extend((child, depth + 1) for child in node.values())
-        elif type(node) is list:
-            stack.extend((child, depth + 1) for child in node)
+        stack.extend((child, depth + 1) for child in node)
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -266,7 +321,10 @@ def _checked_int(text: str) -> int:
 
 def _check_exactly(raw: bytes) -> None:
     """Re-read a suspicious line with hooks that see every key and integer literal."""
-    json.loads(raw, object_pairs_hook=_reject_duplicates, parse_int=_checked_int)
+    try:
+        json.loads(raw, object_pairs_hook=_reject_duplicates, parse_int=_checked_int)
+    except RecursionError:  # only reachable with a custom depth limit near Python's own
+        raise _Refusal("JSON nesting too deep to check its keys and integers") from None
 
 
 def _envelope(obj: Any) -> tuple[str, int, str, dict[str, Any]]:
@@ -297,7 +355,8 @@ def _event_step(
     limits: Limits,
 ) -> int:
     raw_step = payload.get("step")
-    if raw_step is not None and (type(raw_step) is not int or not 0 <= raw_step <= limits.max_step):
+    # A present but null step is refused like any other non-integer, not read as absent.
+    if "step" in payload and (type(raw_step) is not int or not 0 <= raw_step <= limits.max_step):
         raise RolloutFormatError(
             path,
             lineno,
