@@ -18,6 +18,7 @@ from typing import Any, Final
 import orjson
 
 from .events import Event
+from .loader import _collector_paused
 
 __all__ = [
     "DEFAULT_DROP_KEYS",
@@ -163,11 +164,16 @@ def _round_floats(value: Any, digits: int) -> Any:
     kind = type(value)
     if kind is float:
         return round(value, digits)
+    # Strings, ints and the other leaves are kept without a call per leaf.
     if kind is dict:
-        return {k: _round_floats(v, digits) for k, v in value.items()}
+        return {k: _round_floats(v, digits) if type(v) in _ROUNDED else v for k, v in value.items()}
     if kind is list:
-        return [_round_floats(v, digits) for v in value]
+        return [_round_floats(v, digits) if type(v) in _ROUNDED else v for v in value]
     return value
+
+
+#: The types that _round_floats changes or descends into (exact types, not subclasses).
+_ROUNDED: Final = frozenset({float, dict, list})
 
 
 def _strip_paths(
@@ -206,4 +212,6 @@ def canonicalize(
 ) -> list[CanonicalEvent]:
     """The canonical form of a run: its events minus ignored types, each canonicalized."""
     ignored = options.ignore_types
-    return [canonicalize_event(e, options) for e in events if e.type not in ignored]
+    # Many small containers without cycles: the cyclic collector would only re-scan them.
+    with _collector_paused():
+        return [canonicalize_event(e, options) for e in events if e.type not in ignored]

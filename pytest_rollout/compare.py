@@ -1,24 +1,34 @@
 """The step-aligned comparison of two runs (DESIGN 4).
 
 Both runs are canonicalized and grouped by step; steps are walked in order and each is
-``identical``, ``diverged``, ``only_in_a`` or ``only_in_b``. Equal steps are recognised by
-comparing lists of canonical bytes, so two identical runs cost one pass and no diff. Only
-the first differing event of the first divergent step is described field by field, with
-deepdiff; everything after it is counted as downstream damage.
+``identical``, ``diverged``, ``only_in_a`` or ``only_in_b``. Two events are equal exactly
+when their canonical bytes are; a cheaper test that implies it is tried first (see
+``_Run``), so two identical runs cost one light pass and no diff. Only the first differing
+event of the first divergent step is described field by field, with deepdiff; everything
+after it is counted as downstream damage.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+import orjson
 from deepdiff import DeepDiff
 
-from .canonical import DEFAULT_OPTIONS, CanonicalEvent, CanonicalOptions, canonicalize
+from .canonical import (
+    DEFAULT_OPTIONS,
+    CanonicalEvent,
+    CanonicalOptions,
+    _strip_paths,
+    canonicalize_event,
+)
 from .events import Event
+from .loader import _collector_paused
 
 __all__ = [
     "Comparison",
@@ -99,36 +109,131 @@ class Comparison:
         return before[-1] if before else None
 
 
-def _group(events: Sequence[CanonicalEvent]) -> dict[int, list[CanonicalEvent]]:
-    return {step: list(group) for step, group in itertools.groupby(events, key=lambda e: e.step)}
+# Options of the fast identity (see _Run): with no `default`, orjson refuses (TypeError)
+# instead of encoding like their plain counterparts the subclasses of str, int, dict and
+# list, and dataclasses.
+_FAST_OPTION: Final = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+class _Run:
+    """One side of a comparison, with cheap and exact equality tests between events.
+
+    Canonical keys (sorted keys, rounded floats) cost a walk of every event. Instead, two
+    events are first compared by a fast identity: the orjson bytes, in insertion order and
+    unrounded, of ``[step, type, data]`` with the drop keys and ignore paths applied, paired
+    with that data. Equal identities (equal bytes *and* ``==`` data) imply equal canonical
+    keys: equal bytes fix every value and its JSON kind (``1``, ``1.0`` and ``true`` encode
+    differently) and so the result of rounding and of sorting keys; ``==`` rules out a tuple
+    where the other side has a list (rounding descends into lists only), and the options
+    above rule out the other look-alikes. Any other pair is decided by the exact canonical
+    keys, so every outcome is that of comparing canonical keys throughout. (One look-alike
+    is left, and no rollout file can hold it: a member of a float-valued Enum, which
+    canonicalization does not round, facing the equal plain float. Such a pair is equal
+    here, as their values are.)
+
+    Identities are made on the fly and dropped at once: keeping 100k of them costs more
+    in memory traffic than making them.
+    """
+
+    __slots__ = ("canonical", "groups", "identity", "options", "sources")
+
+    def __init__(self, events: Sequence[Event], options: CanonicalOptions) -> None:
+        self.options = options
+        ignored = options.ignore_types
+        self.sources = [e for e in events if e.type not in ignored] if ignored else list(events)
+        self.canonical: dict[int, CanonicalEvent] = {}
+        self.identity = _identity_function(options)
+        # The grouping of itertools.groupby into a dict: a step that comes back after
+        # another one keeps its last run of events.
+        steps = [e.step for e in self.sources]
+        changes = itertools.compress(range(1, len(steps)), map(operator.ne, steps[1:], steps))
+        bounds = [0, *changes, len(steps)]
+        self.groups = {steps[i]: range(i, j) for i, j in itertools.pairwise(bounds) if i < j}
+
+    def exact(self, index: int) -> CanonicalEvent:
+        """The canonical form of event ``index`` (computed once)."""
+        found = self.canonical.get(index)
+        if found is None:
+            found = self.canonical[index] = canonicalize_event(self.sources[index], self.options)
+        return found
+
+
+def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any, Any]]:
+    drop = options.drop_keys | {"step"}
+    paths_for = options.paths_for if options.ignore_paths else None
+    dumps = orjson.dumps
+
+    def identity(event: Event) -> tuple[Any, Any]:
+        data = {k: v for k, v in event.data.items() if k not in drop}
+        if paths_for is not None and (paths := paths_for(event.type)):
+            data = _strip_paths(data, event.type, paths, ())
+        try:
+            return dumps([event.step, event.type, data], option=_FAST_OPTION), data
+        except TypeError:
+            return None, object()  # equal to nothing: decided by the canonical keys
+
+    return identity
+
+
+def _first_difference(ra: _Run, ia: range, rb: _Run, ib: range) -> int | None:
+    """The first position at which events ``ia`` of ``ra`` and ``ib`` of ``rb`` have different
+    canonical keys, or ``None`` when they agree over the length of the shorter one."""
+    sa = ra.sources
+    sb = rb.sources
+    # map() over two iterables stops with the shorter one, like zip().
+    unequal = map(
+        operator.ne,
+        map(ra.identity, sa[ia.start : ia.stop]),
+        map(rb.identity, sb[ib.start : ib.stop]),
+    )
+    for offset in itertools.compress(itertools.count(), unequal):
+        i = ia.start + offset
+        j = ib.start + offset
+        if ra.exact(i).key != rb.exact(j).key:
+            return offset
+    return None
 
 
 def compare(
     a: Sequence[Event], b: Sequence[Event], options: CanonicalOptions = DEFAULT_OPTIONS
 ) -> Comparison:
     """Compare run ``a`` (reference) with run ``b`` step by step."""
-    ca = canonicalize(a, options)
-    cb = canonicalize(b, options)
-    by_a = _group(ca)
-    by_b = _group(cb)
-    if [e.key for e in ca] == [e.key for e in cb]:
-        return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in by_a), None)
+    ra = _Run(a, options)
+    rb = _Run(b, options)
+    na = len(ra.sources)
+    nb = len(rb.sources)
+    with _collector_paused():
+        differs = _first_difference(ra, range(na), rb, range(nb))
+    if differs is None and na == nb:
+        return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)
+    # Events before `agreed` are equal pairwise, position by position.
+    agreed = min(na, nb) if differs is None else differs
     results: list[StepResult] = []
     first: FirstDivergence | None = None
-    for step in sorted(by_a.keys() | by_b.keys()):
-        ea = by_a.get(step)
-        eb = by_b.get(step)
-        if ea is None:
+    for step in sorted(ra.groups.keys() | rb.groups.keys()):
+        ia = ra.groups.get(step)
+        ib = rb.groups.get(step)
+        if ia is None:
             status = StepStatus.ONLY_IN_B
-        elif eb is None:
+        elif ib is None:
             status = StepStatus.ONLY_IN_A
-        elif [e.key for e in ea] == [e.key for e in eb]:
+        elif len(ia) != len(ib):
+            status = StepStatus.DIVERGED
+        elif (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib) is None:
             status = StepStatus.IDENTICAL
         else:
             status = StepStatus.DIVERGED
         results.append(StepResult(step, status))
         if first is None and status is not StepStatus.IDENTICAL:
-            first = _describe(step, status, ea or [], eb or [])
+            ea = [ra.exact(i) for i in ia or ()]
+            eb = [rb.exact(i) for i in ib or ()]
+            first = _describe(step, status, ea, eb)
+    # Raise for an event that cannot be canonicalized, as canonicalizing every event would:
+    # those before `agreed` have been through `exact` already if their identity failed.
+    for run in (ra, rb):
+        for offset, (fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
+            if fast is None:
+                run.exact(agreed + offset)
     return Comparison(tuple(results), first)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Final
 import orjson
 
 from .errors import RolloutFormatError
-from .events import RUN_STARTED, TERMINAL_TYPES, Event, is_step_carrying
+from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
 
 __all__ = ["Limits", "Rollout", "load", "loads"]
 
@@ -166,9 +166,63 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
     step = 0
     last_seq = -1
     terminal_line = 0
-    lineno = 0
     loads_ = orjson.loads
+    dumps = orjson.dumps
+    decode_error = orjson.JSONDecodeError
+    # A line can only break the element or depth limits if it is long enough to hold that
+    # many elements or brackets; the common line is checked with a handful of C calls.
+    long_line = min(limits.elements, limits.line_bytes)
+    bracket_line = 2 * limits.depth
+    max_step = limits.max_step
+    terminals = TERMINAL_TYPES
     for lineno, raw in _content_lines(data):
+        # The fast path accepts exactly what the checks below accept; anything unusual
+        # (including every refusal) takes the full path, which says what is wrong.
+        obj: Any = None
+        same = False
+        if len(raw) <= long_line and raw[0] == 123:  # "{"
+            try:
+                obj = loads_(raw)
+                # orjson writes a parsed line back byte for byte unless a duplicate key was
+                # dropped or a big integer became a float (or the writer spaced it otherwise).
+                same = type(obj) is dict and dumps(obj) == raw
+            except (decode_error, TypeError):  # TypeError: deeper than orjson writes
+                same = False
+        if same and (
+            len(raw) <= bracket_line or raw.count(b"[") + raw.count(b"{") <= limits.depth
+        ):
+            ts = obj.get("ts")
+            seq = obj.get("seq")
+            etype = obj.get("type")
+            payload = obj.get("data")
+            raw_step = None if type(payload) is not dict else payload.get("step", _ABSENT)
+            if (
+                events
+                and not terminal_line
+                and type(ts) is str
+                and type(seq) is int
+                and seq > last_seq
+                and type(etype) is str
+                and etype
+                and etype != RUN_STARTED
+                and len(events) < limits.events
+                and (
+                    (raw_step is _ABSENT and not etype.startswith(STEP_TYPE_PREFIXES))
+                    or (
+                        type(raw_step) is int
+                        and step <= raw_step <= max_step
+                        and (raw_step or not etype.startswith(STEP_TYPE_PREFIXES))
+                    )
+                )
+            ):
+                assert type(payload) is dict
+                if raw_step is not _ABSENT:
+                    step = raw_step
+                last_seq = seq
+                if etype in terminals:
+                    terminal_line = lineno
+                append(Event(seq, ts, etype, payload, step, lineno))
+                continue
         try:
             obj = _parse_line(raw, limits, loads_)
             etype, seq, ts, payload = _envelope(obj)
@@ -186,7 +240,7 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
             )
         last_seq = seq
         step = _event_step(etype, payload, step, not events, path, lineno, limits)
-        if etype in TERMINAL_TYPES:
+        if etype in terminals:
             terminal_line = lineno
         append(Event(seq, ts, etype, payload, step, lineno))
     if not events:
@@ -201,12 +255,24 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
     return tuple(events)
 
 
+_ABSENT: Final[Any] = object()
+#: Up to this many lines a file is split at once; past it (a hostile file of blank lines)
+#: lines are cut one at a time, so memory stays bounded by the file's size.
+_SPLIT_LINES: Final = 1_000_000
+
+
 def _content_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     """The 1-based number and bytes of each non-blank line; lines end at ``\\n`` only.
 
     Lines are cut one at a time (never ``data.split``, whose list of millions of tiny or
     empty lines would cost gigabytes), and runs of blank lines are skipped in C.
     """
+    if data.count(b"\n") <= _SPLIT_LINES:
+        # A sane number of lines: split in C, and skip the blank ones.
+        for lineno, raw in enumerate(data.split(b"\n"), 1):
+            if raw and (raw[0] == 123 or raw.strip(b" \t\r")):  # 123: "{"
+                yield lineno, raw
+        return
     find = data.find
     skip = _JSON_WHITESPACE.match
     size = len(data)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +34,12 @@ from .loader import DEFAULT_LIMITS, Rollout, loads
 __all__ = ["Recorder", "RecorderStats", "encode_payload"]
 
 _LINE: Final = b'{"ts":"%b.%06dZ","seq":%d,"type":%b,"data":%b}\n'
+_LINE_STEP: Final = b'{"ts":"%b.%06dZ","seq":%d,"type":%b,"data":%b,"step":%d}}\n'
+_LINE_ONLY_STEP: Final = b'{"ts":"%b.%06dZ","seq":%d,"type":%b,"data":{"step":%d}}\n'
+
+
+#: The only types that can move the step (the rest carry the current one).
+_STEP_MOVERS: Final = frozenset({RUN_STARTED, LLM_TURN_STARTED, LLM_TURN_COMPLETED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +122,9 @@ class Recorder:
         self._clock = clock
         self._lock = threading.Lock()
         self._buffer = bytearray()
-        self._count = 0
         self._written = 0
-        self._unwritten = 0
+        # The seq at which buffered lines are next written out (never, without a file).
+        self._flush_seq = flush_every if path is not None else sys.maxsize
         self._fd: int | None = None
         self._file_broken = False
         self._closed = False
@@ -141,24 +148,26 @@ class Recorder:
         try:
             with self._lock:
                 terminal = event_type in TERMINAL_TYPES
-                # A pending gap marker takes a place of its own before this event.
+                # A pending gap marker takes a place of its own before this event; past the
+                # cap, two places are kept for the gap marker and the terminal event.
                 if self._closed or (
-                    not terminal and self._count + (self._gap > 0) >= self._max_events - 2
+                    not terminal and self._seq + (self._gap > 0) >= self._max_events - 2
                 ):
-                    # Past the cap, keep two places for the gap marker and the terminal event.
                     self._dropped += 1
                     self._gap += not self._closed
                     return
-                step = data.get("step")
-                if type(step) is int:
+                given = data.get("step")
+                explicit = type(given) is int
+                if explicit:
+                    step: int = given  # type: ignore[assignment]
                     # Another event of the open turn's step leaves the turn open.
                     if step != self._step or event_type in (LLM_TURN_STARTED, LLM_TURN_COMPLETED):
                         self._turn_open = event_type == LLM_TURN_STARTED
                     self._step = step
                 else:
-                    step = self._next_step(event_type)
-                    if event_type != RUN_STARTED:
-                        data = {**data, "step": step}
+                    step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
+                    if "step" in data:  # a step that is not an integer is replaced
+                        data = {k: v for k, v in data.items() if k != "step"}
                 payload: bytes | None
                 try:
                     payload = orjson.dumps(data, default=_default)
@@ -178,20 +187,33 @@ class Recorder:
                 if type_bytes is None:
                     type_bytes = self._type_bytes[event_type] = orjson.dumps(event_type)
                 # One growing buffer: holding a bytes object per line costs more than encoding.
-                self._buffer += _LINE % (
-                    self._prefix,
-                    nanos // 1000,
-                    self._seq,
-                    type_bytes,
-                    payload,
-                )
-                self._count += 1
+                # An implied step goes last in the payload, as in {**data, "step": step}, but
+                # spliced into the line instead of copying the dict.
+                if explicit or event_type == RUN_STARTED:
+                    line = _LINE % (self._prefix, nanos // 1000, self._seq, type_bytes, payload)
+                elif len(payload) > 2:
+                    line = _LINE_STEP % (
+                        self._prefix,
+                        nanos // 1000,
+                        self._seq,
+                        type_bytes,
+                        payload[:-1],
+                        step,
+                    )
+                else:
+                    line = _LINE_ONLY_STEP % (
+                        self._prefix,
+                        nanos // 1000,
+                        self._seq,
+                        type_bytes,
+                        step,
+                    )
+                self._buffer += line
                 self._seq += 1
-                self._unwritten += 1
                 if terminal:
                     self._closed = True
                     self._write_pending()
-                elif self._unwritten >= self._flush_every:
+                elif self._seq >= self._flush_seq:
                     self._write_pending()
         except Exception:  # the recorder must never break the run it records
             self._dropped += 1
@@ -233,9 +255,7 @@ class Recorder:
         if type_bytes is None:
             type_bytes = self._type_bytes[event_type] = orjson.dumps(event_type)
         self._buffer += _LINE % (self._prefix, nanos // 1000, self._seq, type_bytes, payload)
-        self._count += 1
         self._seq += 1
-        self._unwritten += 1
 
     def _new_second(self, now: int) -> int:
         """Format the timestamp prefix of a new second once; return the nanoseconds into it."""
@@ -247,12 +267,11 @@ class Recorder:
     # -- writing --------------------------------------------------------------------
 
     def _write_pending(self) -> None:
-        if self.path is None or self._file_broken or not self._unwritten:
-            self._unwritten = 0
+        self._flush_seq = self._seq + self._flush_every
+        if self.path is None or self._file_broken or self._written == len(self._buffer):
             return
         # A copy, not a view: a live view would pin the buffer and block the next append.
         chunk = bytes(self._buffer[self._written :])
-        self._unwritten = 0
         try:
             if self._fd is None:
                 parent = os.path.dirname(self.path)
@@ -268,6 +287,7 @@ class Recorder:
             # stay in memory, so the run's comparison and golden are unaffected.
             self._write_errors += 1
             self._file_broken = True
+            self._flush_seq = sys.maxsize
 
     def flush(self) -> None:
         """Write buffered lines to the file now."""
@@ -301,7 +321,7 @@ class Recorder:
     def stats(self) -> RecorderStats:
         with self._lock:
             return RecorderStats(
-                recorded=self._count,
+                recorded=self._seq,
                 dropped=self._dropped,
                 encode_errors=self._encode_errors,
                 write_errors=self._write_errors,
