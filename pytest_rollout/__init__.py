@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .canonical import CanonicalOptions as CanonicalOptions
 from .canonical import canonicalize as canonicalize
 from .compare import Comparison as Comparison
@@ -28,6 +31,9 @@ from .session import RolloutSession as RolloutSession
 from .turns import ToolCall as ToolCall
 from .turns import Turn as Turn
 
+if TYPE_CHECKING:
+    from .snapshot import RolloutSnapshotExtension as RolloutSnapshotExtension
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -43,6 +49,7 @@ __all__ = [
     "RolloutError",
     "RolloutFormatError",
     "RolloutSession",
+    "RolloutSnapshotExtension",
     "RolloutWarning",
     "RunSummary",
     "Score",
@@ -58,3 +65,10 @@ __all__ = [
     "score",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The syrupy extension is imported on first use: importing syrupy costs every run.
+    if name == "RolloutSnapshotExtension":
+        return import_module(".snapshot", __name__).RolloutSnapshotExtension
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

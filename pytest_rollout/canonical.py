@@ -33,6 +33,7 @@ DEFAULT_DROP_KEYS: Final = frozenset(
     {
         # identities that change on every run
         "run_id",
+        "test_id",
         "event_id",
         "trace_id",
         "span_id",
@@ -56,6 +57,7 @@ DEFAULT_DROP_KEYS: Final = frozenset(
 )
 
 _SEGMENT: Final = re.compile(r"[^.\[\]]+|\[\d+\]|\[\*\]")
+_PATH: Final = re.compile(r"(?:[^.\[\]]+|\[\d+\]|\[\*\])(?:\.[^.\[\]]+|\[\d+\]|\[\*\])*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +72,16 @@ class IgnorePath:
         """Parse ``[TYPE:]key.key[0].*`` (``*`` and ``[*]`` match any key or index,
         ``**`` any run of them)."""
         event_type, _, path = text.rpartition(":")
+        # Reports name fields from the event (data.tool_calls[0]...); paths are relative
+        # to data, so a pasted "data." prefix is accepted.
+        path = path.removeprefix("data.")
         if not path:
             raise ValueError(f"empty ignore path: {text!r}")
+        if not _PATH.fullmatch(path):
+            raise ValueError(
+                f"malformed ignore path {text!r}: write [TYPE:]key.key[0].* "
+                f"(keys joined by dots, [N] or [*] for list items, * or ** as wildcards)"
+            )
         segments: list[str | int] = []
         for token in _SEGMENT.findall(path):
             if token == "[*]":

@@ -28,6 +28,7 @@ from .canonical import (
     canonicalize_event,
 )
 from .events import Event
+from .ids import align_call_ids
 from .loader import _collector_paused
 
 __all__ = [
@@ -197,7 +198,12 @@ def _first_difference(ra: _Run, ia: range, rb: _Run, ib: range) -> int | None:
 def compare(
     a: Sequence[Event], b: Sequence[Event], options: CanonicalOptions = DEFAULT_OPTIONS
 ) -> Comparison:
-    """Compare run ``a`` (reference) with run ``b`` step by step."""
+    """Compare run ``a`` (reference) with run ``b`` step by step.
+
+    Provider tool-call ids of ``b`` are first renamed to ``a``'s, matched by position
+    (see :mod:`pytest_rollout.ids`): they are volatile names, not behaviour.
+    """
+    b = align_call_ids(a, b)
     ra = _Run(a, options)
     rb = _Run(b, options)
     na = len(ra.sources)
@@ -263,7 +269,16 @@ def _view(event: CanonicalEvent | None) -> dict[str, Any]:
 
 
 def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[FieldChange, ...]:
-    """The field-level differences between two canonical events, via deepdiff."""
+    """The field-level differences between two canonical events, via deepdiff.
+
+    An event only one side has is one change at ``(event)``, ``added`` or ``removed``.
+    """
+    if a is None or b is None:
+        if a is None and b is None:
+            return ()
+        if a is None:
+            return (FieldChange("(event)", "added", _MISSING, _view(b)),)
+        return (FieldChange("(event)", "removed", _view(a), _MISSING),)
     diff = DeepDiff(_view(a), _view(b), view="tree", ignore_order=False)
     changes: list[FieldChange] = []
     for report, kind in _REPORTS:
@@ -272,8 +287,44 @@ def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[F
             left = _MISSING if kind == "added" else level.t1
             right = _MISSING if kind == "removed" else level.t2
             changes.append(FieldChange(path, kind, left, right))
+    if not changes and a.key != b.key:
+        # deepdiff matches list items by hash, and 1, 1.0 and True hash alike: find the
+        # first difference in JSON kind or value by hand.
+        found = _exact_difference(_view(a), _view(b), [])
+        if found is not None:
+            changes.append(found)
     changes.sort(key=lambda c: _PATH_ORDER.get(c.path.split(".", 1)[0], 9))
     return tuple(changes)
+
+
+def _same(x: Any, y: Any) -> bool:
+    return type(x) is type(y) and orjson.dumps(x, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        y, option=orjson.OPT_SORT_KEYS
+    )
+
+
+def _exact_difference(x: Any, y: Any, path: list[str | int]) -> FieldChange | None:
+    """The first place where ``x`` and ``y`` differ in value or JSON kind."""
+    if type(x) is dict and type(y) is dict:
+        for key in [*x, *(k for k in y if k not in x)]:
+            if key not in y:
+                return FieldChange(_dotted([*path, key]), "removed", x[key], _MISSING)
+            if key not in x:
+                return FieldChange(_dotted([*path, key]), "added", _MISSING, y[key])
+            if not _same(x[key], y[key]):
+                return _exact_difference(x[key], y[key], [*path, key])
+        return None
+    if type(x) is list and type(y) is list:
+        for index, (p, q) in enumerate(zip(x, y, strict=False)):
+            if not _same(p, q):
+                return _exact_difference(p, q, [*path, index])
+        if len(x) != len(y):
+            index = min(len(x), len(y))
+            if len(x) > len(y):
+                return FieldChange(_dotted([*path, index]), "removed", x[index], _MISSING)
+            return FieldChange(_dotted([*path, index]), "added", _MISSING, y[index])
+        return None
+    return None if _same(x, y) else FieldChange(_dotted(path), "changed", x, y)
 
 
 _REPORTS: Final = (

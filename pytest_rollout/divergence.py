@@ -112,7 +112,7 @@ def classify(comparison: Comparison) -> Divergence | None:
         c.path.startswith("data.tool_calls") for c in first.changes
     ):
         kind = DivergenceKind.TOOL_CALL_MISMATCH
-    elif event.type in _ANSWER_TYPES or (recorded is None) != (actual is None):
+    elif event.type in _ANSWER_TYPES:
         kind = DivergenceKind.RESPONSE_MISMATCH
     else:
         kind = DivergenceKind.EVENT_MISMATCH
@@ -122,9 +122,9 @@ def classify(comparison: Comparison) -> Divergence | None:
 def _detail(first: FirstDivergence) -> str:
     recorded, actual = first.a_event, first.b_event
     if recorded is None and actual is not None:
-        return f"only this run has a {actual.type} event here"
+        return f"only this run has {actual.type} here"
     if actual is None and recorded is not None:
-        return f"only the recording has a {recorded.type} event here"
+        return f"only the recording has {recorded.type} here"
     if first.changes:
         return f"first difference in {first.changes[0].path}"
     return "the events differ"

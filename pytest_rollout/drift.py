@@ -143,6 +143,7 @@ def drift_report(
     *,
     divergences: Iterable[Divergence] = (),
     comparison: Comparison | None = None,
+    error_types: Iterable[str] = (),
 ) -> DriftReport:
     """Compare ``b`` with ``a`` and say how it drifted.
 
@@ -153,8 +154,9 @@ def drift_report(
     found = tuple(divergences)
     if not found and (classified := classify(comparison)) is not None:
         found = (classified,)
-    a_summary = summarize(a)
-    b_summary = summarize(b)
+    extra_errors = tuple(error_types)
+    a_summary = summarize(a, extra_errors)
+    b_summary = summarize(b, extra_errors)
     first = comparison.first
     return DriftReport(
         comparison=comparison,

@@ -34,16 +34,19 @@ def _quote(path: str) -> str:
     return shlex.quote(sanitize(path))
 
 
-def render_verdict(verdict: Verdict, *, verbose: int = 0) -> list[str]:
-    """The report lines; the first one is the headline pytest shows after ``assert``."""
+def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABELS) -> list[str]:
+    """The report lines; the first one is the headline pytest shows after ``assert``.
+
+    ``labels`` name the reference run and this run (a syrupy snapshot is ``snapshot``).
+    """
     headline = verdict.headline
     comparison = verdict.comparison
     if headline is None:
-        return ["this run matches its golden"]
+        return [f"{labels.b} matches its {labels.a}"]
     lines = [
-        f"this run left its golden at step {headline.step}: {headline.kind.value} "
+        f"{labels.b} left its {labels.a} at step {headline.step}: {headline.kind.value} "
         f"(attributed to the {headline.attribution})",
-        f"Golden: {sanitize(verdict.golden_path)}",
+        f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}",
         f"Divergence: {excerpt(headline.detail, 200)}",
     ]
     lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in verdict.report.likely_causes)
@@ -53,13 +56,13 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0) -> list[str]:
         )
     if comparison.first is not None:
         lines.extend(
-            render_divergence(comparison, LABELS, changes_limit=None if verbose > 0 else 8)
+            render_divergence(comparison, labels, changes_limit=None if verbose > 0 else 8)
         )
-    lines.append(step_counts(comparison, LABELS))
-    lines.append(f"Score: {score_sentence(verdict)}")
+    lines.append(step_counts(comparison, labels))
+    lines.append(f"Score: {score_sentence(verdict, labels)}")
     golden_cost = verdict.golden_summary.cost_usd
     run_cost = verdict.run_summary.cost_usd
-    cost = f"Cost: golden {format_cost(golden_cost)}, this run {format_cost(run_cost)}"
+    cost = f"Cost: {labels.a} {format_cost(golden_cost)}, {labels.b} {format_cost(run_cost)}"
     if golden_cost is not None and run_cost is not None:
         delta = run_cost - golden_cost
         sign = "+" if delta >= 0 else "-"
@@ -72,7 +75,7 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0) -> list[str]:
         lines.append(f"Fork the conversation from the last good step ({good}):")
         lines.append(f"  rollout fork {_quote(verdict.golden_path)} --step {good}")
     if verdict.run_path:
-        lines.append("This run was saved; compare it with its golden:")
+        lines.append(f"{labels.b.capitalize()} was saved; compare it with its {labels.a}:")
         lines.append(f"  rollout diff {_quote(verdict.golden_path)} {_quote(verdict.run_path)}")
     return lines
 
@@ -94,11 +97,11 @@ def _fit(line: str) -> list[str]:
     ) or [line]
 
 
-def score_sentence(verdict: Verdict) -> str:
+def score_sentence(verdict: Verdict, labels: Labels = LABELS) -> str:
     """``golden wins 4-0: outcome (this run failed where golden completed), errors (...)``."""
     result = verdict.score
     high, low = sorted((result.a_points, result.b_points), reverse=True)
-    names = {"a": "golden wins", "b": "this run wins", "tie": "tie"}
-    reasons = score_reasons(result, LABELS)
+    names = {"a": f"{labels.a} wins", "b": f"{labels.b} wins", "tie": "tie"}
+    reasons = score_reasons(result, labels)
     text = f"{names[result.winner]} {high}-{low}"
     return f"{text}: {reasons}" if reasons else text

@@ -188,9 +188,7 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
                 same = type(obj) is dict and dumps(obj) == raw
             except (decode_error, TypeError):  # TypeError: deeper than orjson writes
                 same = False
-        if same and (
-            len(raw) <= bracket_line or raw.count(b"[") + raw.count(b"{") <= limits.depth
-        ):
+        if same and (len(raw) <= bracket_line or raw.count(b"[") + raw.count(b"{") <= limits.depth):
             ts = obj.get("ts")
             seq = obj.get("seq")
             etype = obj.get("type")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -42,10 +43,11 @@ SESSION_KEY = pytest.StashKey[RolloutSession]()
 CALL_REPORT_KEY = pytest.StashKey[pytest.TestReport]()
 
 MARKER_DOC = (
-    "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None): "
-    "per-test settings of pytest-rollout: the golden's file name, fields to leave out of "
-    "the comparison, the replay mode (dry or full), and whether unconsumed recorded turns "
-    "or tool results are allowed"
+    "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
+    "replay=True): per-test settings of pytest-rollout: the golden's file name, fields to "
+    "leave out of the comparison, the replay mode (dry or full), whether unconsumed recorded "
+    "turns or tool results are allowed, and replay=False for tests whose providers and tools "
+    "are deterministic fakes (run live, no golden)"
 )
 
 
@@ -207,9 +209,15 @@ class RolloutPlugin:
         self.settings = settings
         self.tally = Tally()
         self.deselected: list[pytest.Item] = []
+        self.error_types = tuple(
+            t
+            for found in config.hook.pytest_rollout_error_types(config=config)
+            for t in found or ()
+        )
         self.collection_failed = False
         self.workers_reported = 0
         self.pruned: list[Path] = []
+        self.explained: list[str] | None = None  # the last snapshot report given to pytest
 
     # -- reporting the mode ----------------------------------------------------------
 
@@ -266,7 +274,10 @@ class RolloutPlugin:
         kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
         path = self.golden_for(item)
         mode = s.mode
-        if mode is not Mode.RECORD and kwargs.get("mode") is not None:
+        if kwargs.get("replay") is False:
+            # Deterministic fakes: run live in every mode, and never read or write a golden.
+            mode = Mode.LIVE
+        elif mode is not Mode.RECORD and kwargs.get("mode") is not None:
             try:
                 mode = Mode(kwargs["mode"])
             except ValueError:
@@ -302,6 +313,7 @@ class RolloutPlugin:
             golden_error=golden_error,
             options=options,
             allow_unconsumed=s.allow_unconsumed if allow is None else bool(allow),
+            error_types=self.error_types,
             missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),
         )
         item.stash[SESSION_KEY] = session
@@ -334,10 +346,20 @@ class RolloutPlugin:
         if report.when != "call":
             return report
         item.stash[CALL_REPORT_KEY] = report
+        excinfo = call.excinfo
+        explained, self.explained = self.explained, None
+        if (
+            explained
+            and report.failed
+            and excinfo is not None
+            and excinfo.errisinstance(AssertionError)
+            and explained[0] in str(excinfo.value)
+        ):
+            report.longrepr = self._whole(explained, excinfo)  # a snapshot's report, uncut
+            return report
         session = item.stash.get(SESSION_KEY, None)
         if session is None:
             return report
-        excinfo = call.excinfo
         if excinfo is not None and isinstance(excinfo.value, GoldenMissingError):
             report.longrepr = str(excinfo.value)
         elif session.reported:
@@ -353,6 +375,9 @@ class RolloutPlugin:
         self, session: RolloutSession, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> str:
         lines = render_verdict(session.verdict(), verbose=self.config.get_verbosity())
+        return self._whole(lines, excinfo)
+
+    def _whole(self, lines: list[str], excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         entry = excinfo.traceback[-1]
         where = self._display(Path(entry.path)).rstrip(os.sep)
         return "\n".join([*lines, "", f"{where}:{entry.lineno + 1}: AssertionError"])
@@ -380,11 +405,17 @@ class RolloutPlugin:
         else:
             report.sections.append(("rollout: this run left its golden", text))
 
+    @pytest.hookimpl(tryfirst=True)  # ahead of syrupy's, for `rollout == snapshot(...)`
     def pytest_assertrepr_compare(
         self, config: pytest.Config, op: str, left: object, right: object
     ) -> list[str] | None:
         if op != "==":
             return None
+        snapshot = sys.modules.get("pytest_rollout.snapshot")  # RolloutSnapshotExtension in use
+        if snapshot is not None:
+            self.explained = snapshot.explain_snapshot(config, left, right)
+            if self.explained is not None:
+                return self.explained
         session, golden = (left, right) if isinstance(left, RolloutSession) else (right, left)
         if not isinstance(session, RolloutSession) or not isinstance(golden, GoldenRef):
             return None

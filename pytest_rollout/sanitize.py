@@ -70,4 +70,3 @@ def terminal_json(value: object) -> str:
     """
     text = json.dumps(value, ensure_ascii=True, indent=2, allow_nan=False)
     return _AZURE_COMMAND.sub(r"#\\u0023", text) if "##" in text else text
-

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -74,14 +74,20 @@ _COUNTED: Final = frozenset(
 )
 
 
-def summarize(events: Sequence[Event]) -> RunSummary:
-    """Totals of a run: steps, turns, tool calls by name, errors, tokens, cost, outcome."""
+def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSummary:
+    """Totals of a run: steps, turns, tool calls by name, errors, tokens, cost, outcome.
+
+    ``error_types`` are counted as errors besides the built-in families.
+    """
     tools: Counter[str] = Counter()
     turns = errors = input_tokens = output_tokens = 0
     outcome = "incomplete"
+    extra = frozenset(error_types)
+    errors_of = ERROR_FAMILIES | extra if extra else ERROR_FAMILIES
+    counted = _COUNTED | extra if extra else _COUNTED
     for event in events:
         kind = event.type
-        if kind not in _COUNTED:  # most events: one set lookup instead of five comparisons
+        if kind not in counted:  # most events: one set lookup instead of five comparisons
             continue
         if kind == LLM_TURN_COMPLETED:
             turns += 1
@@ -95,7 +101,7 @@ def summarize(events: Sequence[Event]) -> RunSummary:
             outcome = str(event.data.get("outcome") or "completed")
         elif kind == RUN_FAILED:
             outcome = "failed"
-        if kind in ERROR_FAMILIES:
+        if kind in errors_of:
             errors += 1
     return RunSummary(
         steps=events[-1].step if events else 0,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -173,6 +173,7 @@ class RolloutSession:
         allow_unconsumed: bool = False,
         missing_hint: str = "",
         run_display: str | None = None,
+        error_types: Iterable[str] = (),
     ) -> None:
         self.test_id = test_id
         self.mode = mode
@@ -184,6 +185,7 @@ class RolloutSession:
         self._golden_error = golden_error
         self._missing_hint = missing_hint
         self._run_display = run_display
+        self.error_types = tuple(error_types)
         self._replay: Replay | None = None
         self._run_id = uuid.uuid4().hex
         self._started = False
@@ -514,7 +516,11 @@ class RolloutSession:
         if self._started and not self._finished:
             self._finish_completed(None)
         report = drift_report(
-            golden.events, self.events(), self.options, divergences=self.divergences()
+            golden.events,
+            self.events(),
+            self.options,
+            divergences=self.divergences(),
+            error_types=self.error_types,
         )
         self._verdict = Verdict(
             golden_path=self.golden_path,

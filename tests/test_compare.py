@@ -239,12 +239,6 @@ def test_extra_trailing_step_is_only_in_b() -> None:
     assert reverse.first.b_event is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compare._view turns a missing event into {}, so deepdiff reports one root "
-    "'(event)' change from {} instead of the 'added'/'removed' kinds FieldChange documents "
-    "(the report works around it; other users of Comparison.first.changes do not)",
-)
 def test_event_on_one_side_only_is_added_or_removed() -> None:
     a = (ev(0, "run.started"), ev(1, "llm.turn.completed"))
     b = (*a, ev(1, "tool.call.started", {"name": "x"}))
@@ -281,12 +275,6 @@ def test_options_reach_the_comparison() -> None:
     assert compare(a, b, options).identical
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compare.field_changes relies on deepdiff, which matches list items by hash and "
-    "so sees no change between [1] and [1.0] or [True]: the step is diverged but the report "
-    "has no field-level difference",
-)
 @pytest.mark.parametrize("other", [1.0, True])
 def test_number_kind_change_inside_a_list_is_described(other: Any) -> None:
     golden = trip(arguments={"ids": [1, 2]})
@@ -310,12 +298,6 @@ def _with_call_id(events: tuple[Event, ...], call_id: str) -> tuple[Event, ...]:
     return tuple(out)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="canonical.DEFAULT_DROP_KEYS keeps provider-generated tool-call ids (call_id and "
-    "tool_calls[].id): two live recordings of the same behaviour always diverge at step 1, "
-    "though DESIGN 4's drift list names tool names/arguments/results, not ids",
-)
 def test_provider_tool_call_ids_are_not_drift() -> None:
     golden = _with_call_id(trip(), "call_abc")
     run = _with_call_id(trip(), "toolu_xyz")

@@ -130,3 +130,47 @@ def test_bad(rollout):
     result.stdout.fnmatch_lines(
         ["*@pytest.mark.rollout(mode=...) must be 'dry' or 'full', got 'wet'*"]
     )
+
+
+ERROR_TYPES_TEST = """
+import os
+
+from agent import TOOLS, ScriptedLLM, agent
+
+QUESTION = "What is the weather in Paris?"
+
+
+def test_retry_counts_as_an_error(rollout, golden):
+    llm = rollout.provider(ScriptedLLM())
+    tools = rollout.tools(TOOLS)
+    with rollout.run(prompt=QUESTION) as run:
+        if os.environ.get("APPLY_CHANGE"):
+            rollout.emit("agent.retry", reason="timeout")
+        run.output = agent(llm, tools, QUESTION, "")
+    assert rollout == golden
+"""
+
+ERROR_TYPES_CONFTEST = """
+def pytest_rollout_error_types(config):
+    return ["agent.retry"]
+"""
+
+
+@XDIST
+def test_error_types_hook_feeds_the_score(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    write_project(pytester, test_errors=ERROR_TYPES_TEST)
+    pytester.makeconftest(ERROR_TYPES_CONFTEST)
+    record(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("APPLY_CHANGE", "1")
+
+    result = run(pytester, xdist)
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "this run left its golden at step 0: event_mismatch (attributed to the agent)",
+            "Score: golden wins 1-0: errors (golden 0 vs this run 1)",
+        ]
+    )
