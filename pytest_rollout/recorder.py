@@ -270,18 +270,18 @@ class Recorder:
         self._flush_seq = self._seq + self._flush_every
         if self.path is None or self._file_broken or self._written == len(self._buffer):
             return
-        # A copy, not a view: a live view would pin the buffer and block the next append.
-        chunk = bytes(self._buffer[self._written :])
         try:
             if self._fd is None:
                 parent = os.path.dirname(self.path)
                 if parent:
                     os.makedirs(parent, exist_ok=True)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            while chunk:
-                done = os.write(self._fd, chunk)
-                self._written += done
-                chunk = chunk[done:]
+            # Write from a view of the buffer, released before returning: a live view would
+            # pin the buffer and make the next append fail.
+            with memoryview(self._buffer) as whole:
+                while self._written < len(whole):
+                    with whole[self._written :] as rest:
+                        self._written += os.write(self._fd, rest)
         except OSError:
             # A file that missed a write would hold a hole; stop writing to it. The lines
             # stay in memory, so the run's comparison and golden are unaffected.
