@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "ERROR_FAMILIES",
@@ -49,13 +48,15 @@ def is_step_carrying(event_type: str) -> bool:
     return event_type.startswith(STEP_TYPE_PREFIXES)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One line of a rollout file.
+class Event(NamedTuple):
+    """One line of a rollout file (immutable).
 
     ``step`` is the event's effective step: ``data["step"]`` when present, otherwise the
     step of the event before it (``run.started`` is always step 0). ``line`` is the 1-based
     line the event was read from, or ``None`` for events that never touched a file.
+
+    A named tuple rather than a frozen dataclass: a loader builds 100,000 of them, and a
+    tuple is built in half the time.
     """
 
     seq: int

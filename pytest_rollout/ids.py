@@ -11,7 +11,6 @@ already share their ids, and are left untouched at no cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from .events import LLM_TURN_COMPLETED, Event
@@ -58,4 +57,4 @@ def align_call_ids(a: Sequence[Event], b: Sequence[Event]) -> Sequence[Event]:
     # An id renamed onto a name b uses elsewhere would merge two calls: keep those apart.
     if not names or set(names.values()) & (set(ids_b) - set(names)):
         return b
-    return [replace(e, data=_rename(e.data, names)) for e in b]
+    return [e._replace(data=_rename(e.data, names)) for e in b]
