@@ -24,7 +24,7 @@ from .divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, TOOL_CALL_COMPLETED, Event
 from .loader import Rollout, load
 from .recorder import encode_payload
-from .report import string_change, value_text
+from .report import call_text, string_change, value_text
 from .turns import Turn
 
 __all__ = [
@@ -160,13 +160,6 @@ def _call_key(event: Event) -> tuple[int, str]:
     return event.step, orjson.dumps(event.data.get("call_id")).decode()
 
 
-def _call_text(name: str, arguments: Any) -> str:
-    if isinstance(arguments, Mapping):
-        args = ", ".join(f"{k}={value_text(v, 40)}" for k, v in arguments.items())
-        return f"{name}({args})"
-    return f"{name}({value_text(arguments, 40)})"
-
-
 class Replay:
     """The state of one replay: what has been served, and every divergence so far."""
 
@@ -204,7 +197,7 @@ class Replay:
                     DivergenceKind.MISSING_CALL,
                     earlier,
                     f"the recording has call #{call.position + 1} of step {earlier}, "
-                    f"{_call_text(call.name, call.arguments)}, but the agent moved on to "
+                    f"{call_text(call.name, call.arguments)}, but the agent moved on to "
                     f"the next turn without making it",
                 )
 
@@ -294,7 +287,7 @@ class Replay:
             raise self._diverge(
                 DivergenceKind.UNRECORDED_CALL,
                 step,
-                f"call #{position + 1} of step {step}, {_call_text(name, arguments)}, is not "
+                f"call #{position + 1} of step {step}, {call_text(name, arguments)}, is not "
                 f"in the recording (it holds {len(calls)} call(s) at this step)",
             )
         call = calls[position]
@@ -303,7 +296,7 @@ class Replay:
                 DivergenceKind.TOOL_CALL_MISMATCH,
                 step,
                 f"call #{position + 1} of step {step}: recorded "
-                f"{_call_text(call.name, call.arguments)}, got {_call_text(name, arguments)}",
+                f"{call_text(call.name, call.arguments)}, got {call_text(name, arguments)}",
             )
         call.consumed = True
         return call
@@ -322,7 +315,7 @@ class Replay:
                         DivergenceKind.MISSING_CALL,
                         step,
                         f"the recording has call #{call.position + 1} of step {step}, "
-                        f"{_call_text(call.name, call.arguments)}, which was never made",
+                        f"{call_text(call.name, call.arguments)}, which was never made",
                     )
                 )
         unserved = [t for t in self.recording.turns if not t.consumed]
