@@ -40,6 +40,7 @@ _LINE_ONLY_STEP: Final = b'{"ts":"%b.%06dZ","seq":%d,"type":%b,"data":{"step":%d
 
 #: The only types that can move the step (the rest carry the current one).
 _STEP_MOVERS: Final = frozenset({RUN_STARTED, LLM_TURN_STARTED, LLM_TURN_COMPLETED})
+_TURN_TYPES: Final = frozenset({LLM_TURN_STARTED, LLM_TURN_COMPLETED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,9 @@ class Recorder:
     ) -> None:
         self.path = None if path is None else os.fspath(path)
         self._max_events = max(max_events, 3)
+        self._cap = self._max_events - 2
+        # Below this seq an event is admitted without further checks (0: always check).
+        self._open_below = self._cap - 1
         self._flush_every = flush_every
         self._clock = clock
         self._lock = threading.Lock()
@@ -147,77 +151,96 @@ class Recorder:
             data = {}
         try:
             with self._lock:
-                terminal = event_type in TERMINAL_TYPES
-                # A pending gap marker takes a place of its own before this event; past the
-                # cap, two places are kept for the gap marker and the terminal event.
-                if self._closed or (
-                    not terminal and self._seq + (self._gap > 0) >= self._max_events - 2
-                ):
-                    self._dropped += 1
-                    self._gap += not self._closed
+                # One comparison admits the common event; the rest (closed, near the cap, a
+                # pending gap) is decided on the slow path.
+                if self._seq >= self._open_below and not self._admit(event_type):
                     return
                 given = data.get("step")
-                explicit = type(given) is int
-                if explicit:
-                    step: int = given  # type: ignore[assignment]
+                if type(given) is int:
+                    step: int = given
+                    implied = False
                     # Another event of the open turn's step leaves the turn open.
-                    if step != self._step or event_type in (LLM_TURN_STARTED, LLM_TURN_COMPLETED):
+                    if step != self._step or event_type in _TURN_TYPES:
                         self._turn_open = event_type == LLM_TURN_STARTED
                     self._step = step
                 else:
                     step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
-                    if "step" in data:  # a step that is not an integer is replaced
+                    implied = event_type != RUN_STARTED
+                    if given is not None or "step" in data:  # a non-integer step is replaced
                         data = {k: v for k, v in data.items() if k != "step"}
-                payload: bytes | None
                 try:
                     payload = orjson.dumps(data, default=_default)
                 except TypeError:
-                    payload = self._encode_hard(data, terminal)
-                    if payload is None:
+                    encoded = self._encode_hard(data, event_type in TERMINAL_TYPES)
+                    if encoded is None:
                         return
+                    payload = encoded
                 if self._gap:
                     self._append(DROP_DETECTED, orjson.dumps({"step": step, "dropped": self._gap}))
                     self._gap = 0
                 # Inlined _append: this is the hot path of every recorded event.
                 now = self._clock()
-                nanos = now - self._second_start
-                if not 0 <= nanos < 1_000_000_000:
-                    nanos = self._new_second(now)
-                type_bytes = self._type_bytes.get(event_type)
-                if type_bytes is None:
-                    type_bytes = self._type_bytes[event_type] = orjson.dumps(event_type)
-                # One growing buffer: holding a bytes object per line costs more than encoding.
+                micros = (now - self._second_start) // 1000
+                if not 0 <= micros < 1_000_000:
+                    micros = self._new_second(now) // 1000
                 # An implied step goes last in the payload, as in {**data, "step": step}, but
                 # spliced into the line instead of copying the dict.
-                if explicit or event_type == RUN_STARTED:
-                    line = _LINE % (self._prefix, nanos // 1000, self._seq, type_bytes, payload)
+                if not implied:
+                    line = _LINE % (
+                        self._prefix,
+                        micros,
+                        self._seq,
+                        self._type(event_type),
+                        payload,
+                    )
                 elif len(payload) > 2:
                     line = _LINE_STEP % (
                         self._prefix,
-                        nanos // 1000,
+                        micros,
                         self._seq,
-                        type_bytes,
+                        self._type(event_type),
                         payload[:-1],
                         step,
                     )
                 else:
                     line = _LINE_ONLY_STEP % (
                         self._prefix,
-                        nanos // 1000,
+                        micros,
                         self._seq,
-                        type_bytes,
+                        self._type(event_type),
                         step,
                     )
+                # One growing buffer: holding a bytes object per line costs more than encoding.
                 self._buffer += line
                 self._seq += 1
-                if terminal:
+                if event_type in TERMINAL_TYPES:
                     self._closed = True
+                    self._open_below = 0
                     self._write_pending()
                 elif self._seq >= self._flush_seq:
                     self._write_pending()
         except Exception:  # the recorder must never break the run it records
             self._dropped += 1
             self._gap += 1
+
+    def _admit(self, event_type: str) -> bool:
+        """The slow path of admission: closed, a pending gap, or near the event cap."""
+        if self._closed:
+            self._dropped += 1
+            return False
+        # A pending gap marker takes a place of its own before this event; past the cap,
+        # two places are kept for the gap marker and the terminal event.
+        if event_type not in TERMINAL_TYPES and self._seq + (self._gap > 0) >= self._cap:
+            self._dropped += 1
+            self._gap += 1
+            return False
+        return True
+
+    def _type(self, event_type: str) -> bytes:
+        found = self._type_bytes.get(event_type)
+        if found is None:
+            found = self._type_bytes[event_type] = orjson.dumps(event_type)
+        return found
 
     def _encode_hard(self, data: Mapping[str, Any], terminal: bool) -> bytes | None:
         """Encode a payload that the fast path refused, or count it as lost."""
@@ -298,6 +321,7 @@ class Recorder:
         """Write what is buffered and release the file. Further events are dropped."""
         with self._lock:
             self._closed = True
+            self._open_below = 0
             self._write_pending()
             if self._fd is not None:
                 with contextlib.suppress(OSError):
