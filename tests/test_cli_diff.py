@@ -12,13 +12,13 @@ from typing import Any
 
 import orjson
 import pytest
+from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
 from pytest_rollout.recorder import Recorder
 
 # 2026-06-28T12:34:56Z
 T0 = 1_782_650_096_000_000_000
-BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
 
 
 def write_trip(path: Path, city: str = "Rome", *, fail: bool = False) -> Path:
@@ -358,24 +358,6 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- sanitized printing ---------------------------------------------------------------------
-
-EVIL = (
-    "\x1b[31mred\x1b[0m\x1b]0;title\x07" + BIDI + "\n::set-output name=a::b\n##[group]g"
-    "\r::error::boom\u2028::notice::x\u2029##vso[task.setvariable variable=x]1\x00\x7f\x9b"
-)
-
-
-def assert_printable(text: str) -> None:
-    assert "\x1b" not in text
-    assert "\x07" not in text
-    assert "\r" not in text
-    assert "\x00" not in text
-    assert "\x9b" not in text
-    assert not any(c in text for c in BIDI + "\u2028\u2029")
-    assert "##[" not in text
-    assert "##vso[" not in text
-    for line in text.splitlines():
-        assert not line.lstrip().startswith("::"), line
 
 
 def write_hostile(path: Path, variant: str) -> Path:

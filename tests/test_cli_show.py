@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
 from pytest_rollout.recorder import Recorder
 
 # 2026-06-28T12:34:56Z
 T0 = 1_782_650_096_000_000_000
-BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
 
 
 def record(path: Path, events: list[tuple[str, dict[str, Any]]]) -> Path:
@@ -271,24 +271,6 @@ def test_wrong_arguments(argv: list[str], message: str, capsys: pytest.CaptureFi
 
 
 # -- sanitized printing --------------------------------------------------------------------
-
-EVIL = (
-    "\x1b[31mred\x1b[0m\x1b]0;title\x07" + BIDI + "\n::set-output name=a::b\n##[group]g"
-    "\r::error::boom\u2028::notice::x\u2029##vso[task.setvariable variable=x]1\x00\x7f\x9b"
-)
-
-
-def assert_printable(text: str) -> None:
-    assert "\x1b" not in text
-    assert "\x07" not in text
-    assert "\r" not in text
-    assert "\x00" not in text
-    assert "\x9b" not in text
-    assert not any(c in text for c in BIDI + "\u2028\u2029")
-    assert "##[" not in text
-    assert "##vso[" not in text
-    for line in text.splitlines():
-        assert not line.lstrip().startswith("::"), line
 
 
 def test_hostile_content_prints_safely(tmp_path: Path) -> None:
