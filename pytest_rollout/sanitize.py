@@ -20,6 +20,7 @@ from typing import Final
 
 __all__ = ["excerpt", "sanitize", "terminal_json"]
 
+_MARKER_ROOM: Final = len("… (+99 chars)")
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _WORKFLOW_PREFIX: Final = re.compile(r"^(\s*)::")
@@ -54,8 +55,12 @@ def sanitize(text: str) -> str:
 
 
 def excerpt(text: str, limit: int = 80) -> str:
-    """Sanitize ``text`` and cap it at about ``limit`` characters, saying how much was cut."""
-    if len(text) > limit:
+    """Sanitize ``text`` and cap it at about ``limit`` characters, saying how much was cut.
+
+    A text only a little over the limit is shown whole: the "… (+N chars)" marker would take
+    about as much room as it saves.
+    """
+    if len(text) > limit + _MARKER_ROOM:
         cut = len(text) - limit
         return f"{sanitize(text[:limit])}… (+{cut} chars)"
     return sanitize(text)

@@ -111,7 +111,11 @@ def test_printable_text_is_unchanged(text: str) -> None:
 
 def test_excerpt_caps_and_says_how_much_was_cut() -> None:
     assert excerpt("a" * 100) == "a" * 80 + "… (+20 chars)"
-    assert excerpt("abcdef", 3) == "abc… (+3 chars)"
+    assert excerpt("abcdefghijklmnopqrstuvwxyz", 3) == "abc… (+23 chars)"
+    # Cutting less than the marker itself would take saves nothing: shown whole.
+    assert excerpt("abcdef", 3) == "abcdef"
+    assert excerpt("a" * 93) == "a" * 93
+    assert excerpt("a" * 94) == "a" * 80 + "… (+14 chars)"
     assert excerpt("a" * 80) == "a" * 80
     assert excerpt("short") == "short"
     assert excerpt("") == ""
