@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_DROP_KEYS",
     "CanonicalEvent",
     "CanonicalOptions",
+    "canonical_bytes",
     "canonicalize",
     "canonicalize_event",
 ]
@@ -202,6 +203,12 @@ def _strip_paths(
             if not any(p.matches(event_type, (*here, i)) for p in paths)
         ]
     return value
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The canonical JSON encoding of a value: orjson, keys sorted. Equal bytes mean equal
+    values of the same JSON kinds (``1``, ``1.0`` and ``true`` differ)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS) -> CanonicalEvent:

@@ -25,6 +25,7 @@ from .canonical import (
     CanonicalEvent,
     CanonicalOptions,
     _strip_paths,
+    canonical_bytes,
     canonicalize_event,
 )
 from .events import Event
@@ -298,9 +299,7 @@ def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[F
 
 
 def _same(x: Any, y: Any) -> bool:
-    return type(x) is type(y) and orjson.dumps(x, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
-        y, option=orjson.OPT_SORT_KEYS
-    )
+    return type(x) is type(y) and canonical_bytes(x) == canonical_bytes(y)
 
 
 def _exact_difference(x: Any, y: Any, path: list[str | int]) -> FieldChange | None:

@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
-from .canonical import DEFAULT_OPTIONS, CanonicalOptions
+from .canonical import DEFAULT_OPTIONS, CanonicalOptions, canonical_bytes
 from .compare import Comparison, StepStatus, compare
 from .divergence import Divergence, classify
 from .events import (
@@ -178,10 +176,6 @@ def _calls_by_step(events: Sequence[Event]) -> dict[int, list[Event]]:
     return calls
 
 
-def _canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
 def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCallDrift]:
     calls_a = _calls_by_step(a)
     calls_b = _calls_by_step(b)
@@ -193,7 +187,9 @@ def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCal
             y = right[position].data if position < len(right) else None
             if x is not None and y is not None:
                 same_name = x.get("name") == y.get("name")
-                if same_name and _canonical(x.get("arguments")) == _canonical(y.get("arguments")):
+                if same_name and canonical_bytes(x.get("arguments")) == canonical_bytes(
+                    y.get("arguments")
+                ):
                     continue
             yield ToolCallDrift(
                 step=step,
@@ -221,7 +217,7 @@ def _outcome_diff(
     if ta is None or tb is None:
         return "identical" if ta is tb else "changed"
     keys = ("outcome", "output", "error")
-    same = all(_canonical(ta.data.get(k)) == _canonical(tb.data.get(k)) for k in keys)
+    same = all(canonical_bytes(ta.data.get(k)) == canonical_bytes(tb.data.get(k)) for k in keys)
     return "identical" if same and ta.type == tb.type else "changed"
 
 
@@ -252,8 +248,8 @@ def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
     request = _first(events, LLM_TURN_STARTED)
     schemas = None if request is None else request.data.get("tools")
     return (
-        None if names is None else _canonical(sorted(map(str, names))),
-        None if schemas is None else _canonical(schemas),
+        None if names is None else canonical_bytes(sorted(map(str, names))),
+        None if schemas is None else canonical_bytes(schemas),
     )
 
 
@@ -266,7 +262,7 @@ def _system_prompt_hash(events: Sequence[Event]) -> str | None:
         for m in request.data.get("messages") or ()
         if isinstance(m, Mapping) and m.get("role") == "system"
     ]
-    return hashlib.sha256(_canonical(system)).hexdigest() if system else None
+    return hashlib.sha256(canonical_bytes(system)).hexdigest() if system else None
 
 
 def _shape(value: Any) -> Any:
@@ -274,7 +270,7 @@ def _shape(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _shape(v) for k, v in value.items()}
     if isinstance(value, list):
-        return sorted({_canonical(_shape(v)).decode() for v in value})
+        return sorted({canonical_bytes(_shape(v)).decode() for v in value})
     if value is None:
         return "null"
     if isinstance(value, bool):

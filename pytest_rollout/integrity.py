@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from .canonical import canonical_bytes
 from .events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
 from .replay import arguments_hash
 from .report import value_text
@@ -85,7 +86,7 @@ class _Started:
 def _key(call_id: Any) -> bytes:
     """A hashable key for a call id of any JSON type (``1`` and ``"1"`` stay apart)."""
     try:
-        return orjson.dumps(call_id, option=orjson.OPT_SORT_KEYS)
+        return canonical_bytes(call_id)
     except orjson.JSONEncodeError:  # only for events built in memory, never for a loaded file
         return repr(call_id).encode()
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .canonical import canonicalize_event
+from .canonical import canonical_bytes, canonicalize_event
 from .compare import field_changes
 from .divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, TOOL_CALL_COMPLETED, Event
@@ -44,7 +44,7 @@ def to_json_data(value: Any) -> Any:
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()
 
 
 def request_hash(messages: Any, tools: Any, params: Mapping[str, Any]) -> str:
