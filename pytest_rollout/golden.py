@@ -8,12 +8,9 @@ leaves the file byte-identical.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import re
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Final
 
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions, canonicalize
 from .errors import RolloutError, RolloutFormatError
+from .files import atomic_write, contained
 from .loader import Rollout, load, loads
 
 __all__ = [
@@ -105,27 +103,30 @@ def _canonical_keys(rollout: Rollout, options: CanonicalOptions) -> list[bytes]:
     return [e.key for e in canonicalize(rollout.events, options)]
 
 
-def _contained(golden_dir: Path, path: Path) -> Path:
-    root = golden_dir.resolve()
-    resolved = path.parent.resolve() / path.name
-    if not resolved.is_relative_to(root):
-        raise RolloutError(f"refusing to write {path}: it is outside the golden directory {root}")
-    return resolved
-
-
 def write_golden(
-    golden_dir: Path, path: Path, data: bytes, options: CanonicalOptions = DEFAULT_OPTIONS
+    golden_dir: Path,
+    path: Path,
+    data: bytes,
+    options: CanonicalOptions = DEFAULT_OPTIONS,
+    *,
+    scan: Callable[[bytes], str | None] | None = None,
+    keep_unchanged: bool = True,
 ) -> WriteResult:
     """Write ``data`` (a whole rollout) as the golden at ``path``, atomically.
 
     Nothing is written when the existing golden has the same canonical content. The new
-    content is validated by the loader first, so a golden is always loadable.
+    content is validated by the loader first, so a golden is always loadable, and ``path``
+    must be inside ``golden_dir`` (checked before any directory is made). ``scan`` is the
+    redactor's last look at the bytes (see :func:`~pytest_rollout.files.atomic_write`).
+    ``keep_unchanged=False`` rewrites even an unchanged golden (one whose receipt no longer
+    vouches for its bytes).
     """
     new = loads(data, path=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    target = _contained(golden_dir, path)
+    target = contained(golden_dir, path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target = contained(golden_dir, path)  # a directory swapped for a symlink meanwhile
     existed = target.exists()
-    if existed:
+    if existed and keep_unchanged:
         try:
             old = load(target)
         except RolloutFormatError:
@@ -133,30 +134,8 @@ def write_golden(
         else:
             if _canonical_keys(old, options) == _canonical_keys(new, options):
                 return WriteResult.UNCHANGED
-    atomic_write(target, data)
+    atomic_write(target, data, scan=scan)
     return WriteResult.UPDATED if existed else WriteResult.CREATED
-
-
-def atomic_write(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data`` so that readers see the old file or the new, whole."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def prune_empty_dirs(start: Path, golden_dir: Path) -> None:

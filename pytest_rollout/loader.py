@@ -16,7 +16,6 @@ import gc
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import orjson
 
 from .errors import RolloutFormatError
 from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
+from .files import Unreadable, read_regular
 
 __all__ = ["Limits", "Rollout", "load", "loads"]
 
@@ -105,43 +105,10 @@ def loads(data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS
 
 
 def _read_regular_file(name: str, limits: Limits) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = os.open(name, flags)
-    except IsADirectoryError:
-        raise RolloutFormatError(name, None, "is a directory, not a rollout file") from None
-    except OSError as exc:
-        raise RolloutFormatError(name, None, f"cannot open: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = _file_kind(info.st_mode)
-            raise RolloutFormatError(name, None, f"is a {kind}, not a regular file")
-        if info.st_size > limits.total_bytes:
-            raise RolloutFormatError(
-                name,
-                None,
-                f"file is {info.st_size} bytes, over the {limits.total_bytes}-byte limit",
-            )
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            # Read one byte past the limit so a file that grows while we read is caught too.
-            return handle.read(limits.total_bytes + 1)
-    except OSError as exc:
-        raise RolloutFormatError(name, None, f"cannot read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special file"
+        return read_regular(name, limits.total_bytes, "rollout file")
+    except Unreadable as exc:
+        raise RolloutFormatError(name, None, exc.reason) from None
 
 
 @contextmanager

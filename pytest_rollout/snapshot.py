@@ -33,7 +33,7 @@ from .drift import drift_report
 from .errors import RolloutError, RolloutFormatError
 from .events import RUN_STARTED, Event
 from .failure import render_verdict
-from .golden import atomic_write
+from .files import atomic_write
 from .loader import Rollout, loads
 from .report import Labels
 from .sanitize import excerpt, sanitize

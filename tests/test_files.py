@@ -1,0 +1,105 @@
+"""Safe writes (DESIGN 9): whole files, in their directory, never half-written."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_rollout import RolloutError
+from pytest_rollout.files import FILE_MODE, SecretInFileError, atomic_write, contained
+from pytest_rollout.golden import WriteResult, write_golden
+from pytest_rollout.recorder import Recorder
+
+
+def rollout_bytes(note: str = "a") -> bytes:
+    rec = Recorder()
+    rec.emit("run.started", {})
+    rec.emit("hook.note", {"note": note})
+    rec.emit("run.completed", {"outcome": "completed"})
+    return rec.getvalue()
+
+
+def test_a_file_is_replaced_whole_with_normal_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "g.jsonl"
+    target.write_bytes(b"old")
+    atomic_write(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(target.stat().st_mode) == FILE_MODE
+    assert [p.name for p in tmp_path.iterdir()] == ["g.jsonl"]
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, OSError])
+def test_an_interrupted_write_leaves_the_previous_file_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupt: type[BaseException]
+) -> None:
+    target = tmp_path / "g.jsonl"
+    target.write_bytes(b"the golden")
+
+    def fail(fd: int) -> None:
+        raise interrupt()
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(interrupt):
+        atomic_write(target, b"half of the new golden")
+    assert target.read_bytes() == b"the golden"
+    assert [p.name for p in tmp_path.iterdir()] == ["g.jsonl"]
+
+
+def test_a_scan_that_finds_a_secret_stops_the_write(tmp_path: Path) -> None:
+    target = tmp_path / "g.jsonl"
+    target.write_bytes(b"the golden")
+    with pytest.raises(SecretInFileError) as raised:
+        atomic_write(target, b"sk-secret", scan=lambda data: "openai-key")
+    assert str(raised.value) == (
+        f"refusing to write {target}: its bytes hold a secret (openai-key) that redaction did "
+        f"not replace. The file was left as it was. Add a redaction rule or key that covers it "
+        f"(rollout_redact_patterns, rollout_redact_keys), or keep the secret out of the run."
+    )
+    assert raised.value.label == "openai-key"
+    assert target.read_bytes() == b"the golden"
+    assert [p.name for p in tmp_path.iterdir()] == ["g.jsonl"]
+
+
+def test_paths_outside_the_root_are_refused(tmp_path: Path) -> None:
+    root = tmp_path / "golden"
+    root.mkdir()
+    assert contained(root, root / "a" / "b.jsonl") == root.resolve() / "a" / "b.jsonl"
+    for escaping in (root / ".." / "x.jsonl", root / "a" / ".." / ".." / "x.jsonl", root / ".."):
+        with pytest.raises(RolloutError, match="refusing to write"):
+            contained(root, escaping)
+
+
+def test_a_symlinked_directory_cannot_lead_a_golden_out(tmp_path: Path) -> None:
+    root = tmp_path / "golden"
+    outside = tmp_path / "elsewhere"
+    root.mkdir()
+    outside.mkdir()
+    (root / "tests").symlink_to(outside, target_is_directory=True)
+    path = root / "tests" / "sub" / "test_a.jsonl"
+    with pytest.raises(RolloutError, match="outside"):
+        write_golden(root, path, rollout_bytes())
+    assert list(outside.iterdir()) == []  # not even a directory was made there
+
+
+def test_a_symlinked_golden_is_replaced_not_written_through(tmp_path: Path) -> None:
+    root = tmp_path / "golden"
+    root.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"keep me")
+    (root / "test_a.jsonl").symlink_to(victim)
+    assert write_golden(root, root / "test_a.jsonl", rollout_bytes()) is WriteResult.UPDATED
+    assert victim.read_bytes() == b"keep me"
+    assert not (root / "test_a.jsonl").is_symlink()
+
+
+def test_write_golden_rewrites_an_unchanged_golden_when_asked(tmp_path: Path) -> None:
+    root = tmp_path / "golden"
+    path = root / "test_a.jsonl"
+    assert write_golden(root, path, rollout_bytes()) is WriteResult.CREATED
+    again = rollout_bytes()
+    assert write_golden(root, path, again) is WriteResult.UNCHANGED
+    assert write_golden(root, path, again, keep_unchanged=False) is WriteResult.UPDATED
+    assert path.read_bytes() == again
