@@ -1,0 +1,129 @@
+"""Redaction against hostile input (DESIGN 9): linear time, and no way around the gate.
+
+Timing assertions are kept out of unit tests: the adversarial inputs run in a subprocess with a
+timeout, so a pattern that backtracks makes the test fail by taking minutes instead of
+seconds. The fuzz tests build text from fragments of every rule (words, separators, prefixes,
+markers, escapes) and check the promises that tie the layers together.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_rollout.redact import RedactionMode, Redactor
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Each unit is repeated to 200 KB; the script redacts every input and scans its bytes (as
+#: a JSON line and as raw text).
+ADVERSARIAL = r"""
+import sys, time
+import orjson
+from pytest_rollout.redact import Redactor
+
+N = 200_000
+UNITS = [
+    "eyJ", "eyJa.", "eyJaaaaa.", "sk-", "sk-ant-", "sk-aaaaaaaaaaaaaaaaaaaaaaaa ", "a://", "a://b:",
+    "a://b:c@", "-----BEGIN PRIVATE KEY-----", "-----BEGIN AAAA ", "----E", "api_key=", 'api_key="',
+    "api_key='", "password: ", "token=", "secret_key=x ", "Bearer ", "Bearer Bearer",
+    "Bearer Aaaaaaaa ", "Basic ", "Basic abcdefgh===", "AKIA", "AKIAAAAAAAAAAAAAAAAA", "ASIA",
+    "AIza",
+    "xoxb-", "ghp_", "github_pat_", "sk_live_", "aB3", "A", "7", "_", "-", ":", "=", "\\", '"\\"',
+    "aws_secret_access_key=", "[REDACTED:x]", "[REDACTED:", 'key": ', '\\"token\\": \\"',
+    "token,", "k", "key", "apikey", "secret_access_key ", "secretkey:", "passw", "sec", "c",
+    "credentials=", "sk-eyJ://a:b@Bearer api_key=AKIA-----BEGIN xoxb-ghp_ ",
+]
+HEADS = ["eyJ", "sk-", "a://b:", "-----BEGIN PRIVATE KEY-----", 'password="', "Bearer ", "Basic ",
+         "AIza", "xoxb-", "ghp_", "sk_live_", "aws_secret_access_key", "token"]
+inputs = [(unit * (N // len(unit) + 1))[:N] for unit in UNITS]
+inputs += [head + "a" * N for head in HEADS] + [head + " " * N for head in HEADS]
+redactor = Redactor(environ={"X_TOKEN": "abcdefgh12", "Y_SECRET": "abcdefgh12345"})
+worst = (0.0, "")
+start = time.perf_counter()
+for text in inputs:
+    began = time.perf_counter()
+    redactor.redact(text)
+    redactor.redact({text[:5000]: text})
+    redactor.scan(orjson.dumps({"content": text}) + b"\n" + text.encode())
+    worst = max(worst, (time.perf_counter() - began, text[:20]))
+took = time.perf_counter() - start
+print(f"{len(inputs)} inputs in {took:.1f}s, slowest {worst[1]!r}: {worst[0]:.2f}s")
+"""
+
+
+def test_every_pattern_runs_in_linear_time_on_hostile_input() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", ADVERSARIAL],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "inputs in" in done.stdout
+
+
+FRAGMENTS = [
+    "token", "Token", "TOKEN", "tokens", "key", "Key", "api", "API", "_", "-", ".", " ", "  ", ":",
+    "=", "=>", '"', "'", "\\", "\n", "\t", ",", ";", "&", "@", "/", "//", "://", "?", "#", "[", "]",
+    "{", "}", "password", "passwd", "Pass", "secret", "Secret", "secrets", "credential",
+    "credentials", "authorization", "Authorization", "cookie", "Set-", "private", "access", "aws",
+    "AWS_", "SECRET_ACCESS_KEY", "bearer", "Bearer ", "Basic ", "basic ", "dXNlcjpwYXNz",
+    "ZGVtbzpkZW1vMTIz", "eyJ", "eyJhbGciOiJI", "abcdefghij", "ABCDEFGHIJKLMNOP", "0123456789",
+    "sk-", "sk-ant-", "proj-", "ghp_", "github_pat_", "xoxb-", "xapp-", "AIza", "sk_live_",
+    "rk_test_", "AKIA", "ASIA", "-----BEGIN ", "PRIVATE KEY-----", "RSA ", "-----END ",
+    "[REDACTED:", "[REDACTED:x]", "[REDACTED:api-key]", "postgres", "https", "user", "host", "null",
+    "true", "é", "\u00a0", "\u2028", "Q7", "wJalrXUtnFEMI/K7MDENG", "bPxRfiCYEXAMPLEKEY", "hunter2",
+    "x", "y1", "tok3n-value-xyz", 'p"w\\12345678',
+]  # fmt: skip
+TEXT = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
+LEAF = st.one_of(
+    TEXT,
+    st.integers(-5, 5),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+TREE = st.recursive(
+    LEAF,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)),
+    max_leaves=8,
+)
+DOCUMENTS = st.dictionaries(TEXT, TREE, max_size=4)
+ENV = {"MY_TOKEN": "tok3n-value-xyz", "DB_PASSWORD": 'p"w\\12345678'}
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def check_promises(redactor: Redactor, data: dict[str, Any]) -> None:
+    once = redactor.redact(data)
+    # Idempotent, and nothing is left for contains_secret or scan to find.
+    assert redactor.redact(once) == once
+    assert not redactor.contains_secret(once)
+    assert redactor.scan(orjson.dumps(once)) is None
+    # contains_secret and scan agree with redact.
+    assert redactor.contains_secret(data) == (once != data)
+    payload = orjson.dumps(data)
+    assert (redactor.scan(payload) is None) == (once == data)
+    # The fast path never lets through what the walk would hide.
+    expected = payload if once == data else orjson.dumps(once)
+    assert redactor.redact_payload(payload) == expected
+
+
+@FUZZ
+@given(DOCUMENTS, st.sampled_from([RedactionMode.REDACTED, RedactionMode.HASHED]))
+def test_fragments_of_every_rule(data: dict[str, Any], mode: RedactionMode) -> None:
+    check_promises(Redactor(mode, environ=ENV), data)
+
+
+@FUZZ
+@given(DOCUMENTS)
+def test_fragments_with_extra_keys(data: dict[str, Any]) -> None:
+    check_promises(Redactor(environ=ENV, extra_keys=["api", "pass_key", "user"]), data)
