@@ -6,6 +6,9 @@ prompt hashes, model versions and raw provider bytes. Cost and token usage are s
 too: they feed the score and the cost delta, never a mismatch. Floats are rounded, and the
 result is encoded by orjson with sorted keys, so two events are equal exactly when their
 canonical bytes are (``1``, ``1.0`` and ``true`` stay different).
+
+A secret redacted in ``hashed`` mode compares as its label alone: a run on a machine with
+another API key in its environment did the same thing, and its requests must match.
 """
 
 from __future__ import annotations
@@ -205,10 +208,20 @@ def _strip_paths(
     return value
 
 
+#: A secret redacted in ``hashed`` mode (see :mod:`pytest_rollout.redact`).
+_HASHED_SECRET: Final = re.compile(rb"\[REDACTED:([A-Za-z0-9_.:-]+?):sha256:[0-9a-f]{64}\]")
+
+
+def _unhashed(encoded: bytes) -> bytes:
+    if b"[REDACTED:" not in encoded:
+        return encoded
+    return _HASHED_SECRET.sub(rb"[REDACTED:\1]", encoded)
+
+
 def canonical_bytes(value: Any) -> bytes:
     """The canonical JSON encoding of a value: orjson, keys sorted. Equal bytes mean equal
     values of the same JSON kinds (``1``, ``1.0`` and ``true`` differ)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _unhashed(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
 
 def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS) -> CanonicalEvent:
@@ -221,6 +234,10 @@ def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS
         data = _strip_paths(data, event.type, paths, ())
     data = _round_floats(data, options.float_digits)
     key = orjson.dumps([event.step, event.type, data], option=orjson.OPT_SORT_KEYS)
+    unhashed = _unhashed(key)
+    if unhashed is not key:
+        key = unhashed
+        data = orjson.loads(key)[2]
     return CanonicalEvent(event.step, event.type, data, key, event)
 
 

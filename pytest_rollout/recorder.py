@@ -1,12 +1,19 @@
 """The recorder: turns emitted events into rollout lines (DESIGN 3), cheaply and safely.
 
 ``emit`` snapshots the payload into orjson bytes at once (later mutation by the agent cannot
-change what was recorded), assigns ``seq`` and the step under one lock, and appends the line
-to an in-memory buffer that is written to the file in batches. It never raises into the
-caller: a payload that cannot be encoded, an event past the event cap or a failed write is
-counted, and events lost before a later one is recorded are marked by a
-``recorder.drop_detected`` line in their place. The terminal event is always recorded, so a
-recorded file stays loadable.
+change what was recorded), passes those bytes through the redactor (the one place where
+event bytes are made, so nothing downstream ever sees a secret), assigns ``seq`` and the
+step under one lock, and appends the line to an in-memory buffer that is written to the
+file in batches. It never raises into the caller: a payload that cannot be encoded, an event
+past the event cap or a failed write is counted, and events lost before a later one is
+recorded are marked by a ``recorder.drop_detected`` line in their place. The terminal event
+is always recorded, so a recorded file stays loadable.
+
+The file is written as a hidden ``.partial`` file beside ``path`` and renamed into place by
+:meth:`Recorder.close` after its bytes are scanned for secrets once more, so ``path`` only
+ever holds a whole run. ``max_file_bytes`` caps the file (not the in-memory run, which the
+comparison uses): past it, lines are left out of the file and a ``recorder.drop_detected``
+line followed by the run's last line stands in for them.
 """
 
 from __future__ import annotations
@@ -14,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -29,7 +37,11 @@ from .events import (
     RUN_STARTED,
     TERMINAL_TYPES,
 )
+from .files import FILE_MODE
 from .loader import DEFAULT_LIMITS, Rollout, loads
+
+if TYPE_CHECKING:
+    from .redact import Redactor
 
 __all__ = ["Recorder", "RecorderStats", "encode_payload"]
 
@@ -51,6 +63,13 @@ class RecorderStats:
     dropped: int
     encode_errors: int
     write_errors: int
+    #: Events dropped because they held a secret (redaction mode ``none``); also in ``dropped``.
+    withheld: int = 0
+    #: Lines left out of the file by ``max_file_bytes`` (the run in memory is whole).
+    cut_from_file: int = 0
+    #: The label of a secret found in the file's bytes before it was renamed into place; the
+    #: file was then deleted instead.
+    leaked: str | None = None
 
 
 def _default(value: Any) -> Any:
@@ -116,8 +135,17 @@ class Recorder:
         max_events: int = DEFAULT_LIMITS.events,
         flush_every: int = 512,
         clock: Callable[[], int] = time.time_ns,
+        redactor: Redactor | None = None,
+        max_file_bytes: int | None = None,
     ) -> None:
         self.path = None if path is None else os.fspath(path)
+        self.redactor = redactor
+        self._max_file_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
+        self._partial: str | None = None
+        self._cut_at: int | None = None  # buffer offset of the first line left out of the file
+        self._cut_lines = 0
+        self._withheld = 0
+        self._leaked: str | None = None
         self._max_events = max(max_events, 3)
         self._cap = self._max_events - 2
         # Below this seq an event is admitted without further checks (0: always check).
@@ -175,6 +203,13 @@ class Recorder:
                     if encoded is None:
                         return
                     payload = encoded
+                if self.redactor is not None:
+                    redacted = self.redactor.redact_payload(payload)
+                    if redacted is None:  # mode "none": an event holding a secret is dropped
+                        redacted = self._withhold(payload, event_type in TERMINAL_TYPES)
+                        if redacted is None:
+                            return
+                    payload = redacted
                 if self._gap:
                     self._append(DROP_DETECTED, orjson.dumps({"step": step, "dropped": self._gap}))
                     self._gap = 0
@@ -236,6 +271,17 @@ class Recorder:
             return False
         return True
 
+    def _withhold(self, payload: bytes, terminal: bool) -> bytes | None:
+        """Drop an event that holds a secret, or, for the terminal event (always kept),
+        redact it instead."""
+        assert self.redactor is not None
+        if terminal:
+            return orjson.dumps(self.redactor.redact(orjson.loads(payload)))
+        self._withheld += 1
+        self._dropped += 1
+        self._gap += 1
+        return None
+
     def _type(self, event_type: str) -> bytes:
         found = self._type_bytes.get(event_type)
         if found is None:
@@ -291,42 +337,120 @@ class Recorder:
 
     def _write_pending(self) -> None:
         self._flush_seq = self._seq + self._flush_every
-        if self.path is None or self._file_broken or self._written == len(self._buffer):
+        if self.path is None or self._file_broken or self._cut_at is not None:
             return
+        end = len(self._buffer)
+        if end > self._max_file_bytes:
+            # Only whole lines go to the file: cut after the last one that fits. The first
+            # line (run.started) and, at close, the last are kept whatever their size, so
+            # the file still loads.
+            end = self._buffer.rfind(b"\n", self._written, self._max_file_bytes) + 1
+            end = max(self._written, end, self._buffer.find(b"\n") + 1)
+            self._cut_at = end
+        self._write_out(end)
+
+    def _write_out(self, end: int) -> None:
+        if self._written >= end or self._file_broken:
+            return
+        assert self.path is not None
         try:
-            if self._fd is None:
-                parent = os.path.dirname(self.path)
-                if parent:
-                    os.makedirs(parent, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            fd = self._open_partial()
             # Write from a view of the buffer, released before returning: a live view would
             # pin the buffer and make the next append fail.
             with memoryview(self._buffer) as whole:
-                while self._written < len(whole):
-                    with whole[self._written :] as rest:
-                        self._written += os.write(self._fd, rest)
+                while self._written < end:
+                    with whole[self._written : end] as rest:
+                        self._written += os.write(fd, rest)
         except OSError:
-            # A file that missed a write would hold a hole; stop writing to it. The lines
-            # stay in memory, so the run's comparison and golden are unaffected.
-            self._write_errors += 1
-            self._file_broken = True
-            self._flush_seq = sys.maxsize
+            self._file_failed()
+
+    def _open_partial(self) -> int:
+        if self._fd is None:
+            assert self.path is not None
+            parent = os.path.dirname(self.path) or "."
+            os.makedirs(parent, exist_ok=True)
+            name = os.path.basename(self.path)
+            self._fd, self._partial = tempfile.mkstemp(
+                prefix=f".{name}.", suffix=".partial", dir=parent
+            )
+        return self._fd
+
+    def _file_failed(self) -> None:
+        # A file that missed a write would hold a hole; stop writing to it. The lines
+        # stay in memory, so the run's comparison and golden are unaffected.
+        self._write_errors += 1
+        self._file_broken = True
+        self._flush_seq = sys.maxsize
+
+    def _write_cut_tail(self) -> None:
+        """End a file cut by ``max_file_bytes``: a gap marker for the lines left out, then
+        the run's last line (its terminal event), so the file still loads."""
+        if self._cut_at is None or self._file_broken:
+            return
+        buffer = self._buffer
+        last = buffer.rfind(b"\n", 0, len(buffer) - 1) + 1
+        tail = bytes(buffer[max(last, self._cut_at) :])
+        if last > self._cut_at:
+            self._cut_lines = buffer.count(b"\n", self._cut_at, last)
+            first = orjson.loads(buffer[self._cut_at : buffer.index(b"\n", self._cut_at)])
+            step = first["data"].get("step", 0)
+            marker = {"step": step, "dropped": self._cut_lines}
+            line = {"ts": first["ts"], "seq": first["seq"], "type": DROP_DETECTED, "data": marker}
+            tail = orjson.dumps(line) + b"\n" + tail
+        try:
+            fd = self._open_partial()
+            with memoryview(tail) as view:
+                done = 0
+                while done < len(view):
+                    with view[done:] as rest:
+                        done += os.write(fd, rest)
+        except OSError:
+            self._file_failed()
+
+    def _publish(self) -> None:
+        """Close the partial file and rename it into place, unless a secret is found."""
+        if self._fd is None or self._partial is None:
+            return
+        fd, partial = self._fd, self._partial
+        self._fd = self._partial = None
+        try:
+            if not self._file_broken:
+                os.fsync(fd)
+                os.fchmod(fd, FILE_MODE)
+        except OSError:
+            self._file_failed()
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        leaked = None
+        if not self._file_broken and self.redactor is not None and self.redactor.mode != "full":
+            leaked = self.redactor.scan(bytes(self._buffer))
+        if self._file_broken or leaked is not None:
+            self._leaked = leaked
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            return
+        assert self.path is not None
+        try:
+            os.replace(partial, self.path)
+        except OSError:
+            self._file_failed()
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
 
     def flush(self) -> None:
-        """Write buffered lines to the file now."""
+        """Write buffered lines to the (partial) file now."""
         with self._lock:
             self._write_pending()
 
     def close(self) -> None:
-        """Write what is buffered and release the file. Further events are dropped."""
+        """Write what is buffered and put the file in place. Further events are dropped."""
         with self._lock:
             self._closed = True
             self._open_below = 0
             self._write_pending()
-            if self._fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
-                self._fd = None
+            self._write_cut_tail()
+            self._publish()
 
     def __enter__(self) -> Recorder:
         return self
@@ -335,6 +459,11 @@ class Recorder:
         self.close()
 
     # -- reading back ---------------------------------------------------------------
+
+    @property
+    def written(self) -> int:
+        """Bytes written to the file so far."""
+        return self._written
 
     @property
     def step(self) -> int:
@@ -349,6 +478,9 @@ class Recorder:
                 dropped=self._dropped,
                 encode_errors=self._encode_errors,
                 write_errors=self._write_errors,
+                withheld=self._withheld,
+                cut_from_file=self._cut_lines,
+                leaked=self._leaked,
             )
 
     def getvalue(self) -> bytes:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +156,10 @@ class Recording:
         return recording
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def _call_key(event: Event) -> tuple[int, str]:
     return event.step, orjson.dumps(event.data.get("call_id")).decode()
 
@@ -163,17 +167,30 @@ def _call_key(event: Event) -> tuple[int, str]:
 class Replay:
     """The state of one replay: what has been served, and every divergence so far."""
 
-    def __init__(self, recording: Recording, source: str = "the recording") -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        source: str = "the recording",
+        redact: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.recording = recording
         self.source = source
+        # The recording was redacted before it was written, so a live request or call is
+        # matched (and shown) as it would have been recorded: redacted the same way.
+        self.redact: Callable[[Any], Any] = _as_is if redact is None else redact
         self.divergences: list[Divergence] = []
         self._served = 0
         self._positions: dict[int, int] = {}
         self._checked_steps: set[int] = set()
 
     @classmethod
-    def from_rollout(cls, rollout: Rollout, source: str | None = None) -> Replay:
-        return cls(Recording.from_events(rollout.events), source or rollout.path)
+    def from_rollout(
+        cls,
+        rollout: Rollout,
+        source: str | None = None,
+        redact: Callable[[Any], Any] | None = None,
+    ) -> Replay:
+        return cls(Recording.from_events(rollout.events), source or rollout.path, redact)
 
     def _diverge(self, kind: DivergenceKind, step: int, detail: str) -> ReplayDivergenceError:
         divergence = Divergence(kind, step, detail)
@@ -228,6 +245,9 @@ class Replay:
             )
         recorded = self.recording.turns[self._served]
         expected = (recorded.request or {}).get("messages_hash")
+        redact = self.redact
+        messages, tools, params = redact(messages), redact(tools), redact(dict(params))
+        fresh = redact(list(fresh))
         actual = request_hash(messages, tools, params)
         if expected is not None and expected != actual:
             raise self._diverge(
@@ -280,6 +300,7 @@ class Replay:
 
     def answer_call(self, step: int, name: str, arguments: Any) -> RecordedCall:
         """The recorded result of the agent's next tool call in ``step``."""
+        arguments = self.redact(arguments)
         position = self._positions.get(step, 0)
         self._positions[step] = position + 1
         calls = self.recording.calls.get(step, [])

@@ -39,7 +39,14 @@ from .replay import (
 from .score import RunSummary, Score
 from .turns import Turn, coerce_turn
 
-__all__ = ["GoldenMissingError", "Mode", "RolloutSession", "RunHandle", "Verdict"]
+__all__ = [
+    "GoldenEditedError",
+    "GoldenMissingError",
+    "Mode",
+    "RolloutSession",
+    "RunHandle",
+    "Verdict",
+]
 
 
 class Mode(StrEnum):
@@ -68,6 +75,13 @@ class GoldenMissingError(RolloutError):
     def __init__(self, path: str, hint: str) -> None:
         self.path = path
         super().__init__(f"no golden file for this test: {path} does not exist. {hint}")
+
+
+class GoldenEditedError(RolloutError):
+    """A test's golden no longer matches its receipt: it changed after it was recorded
+    (edited, truncated), or it has no receipt. Nothing of it is replayed."""
+
+    __module__ = "pytest_rollout"
 
 
 @dataclass(slots=True)
@@ -149,6 +163,10 @@ def _bind_arguments(
     return arguments
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def _plain(value: Any) -> Any:
     """``value`` as recorded, or a placeholder naming its type when it cannot be recorded."""
     try:
@@ -174,6 +192,7 @@ class RolloutSession:
         missing_hint: str = "",
         run_display: str | None = None,
         error_types: Iterable[str] = (),
+        run_id: str | None = None,
     ) -> None:
         self.test_id = test_id
         self.mode = mode
@@ -187,7 +206,9 @@ class RolloutSession:
         self._run_display = run_display
         self.error_types = tuple(error_types)
         self._replay: Replay | None = None
-        self._run_id = uuid.uuid4().hex
+        self._run_id = run_id or uuid.uuid4().hex
+        redactor = recorder.redactor
+        self._redact: Callable[[Any], Any] = _as_is if redactor is None else redactor.redact
         self._started = False
         self._start_args: tuple[Any, dict[str, Any]] | None = None
         self._finished = False
@@ -209,7 +230,9 @@ class RolloutSession:
         if not self.mode.replays_tools:
             return None
         if self._replay is None:
-            self._replay = Replay.from_rollout(self.require_golden(), source=self.golden_path)
+            self._replay = Replay.from_rollout(
+                self.require_golden(), source=self.golden_path, redact=self._redact
+            )
         return self._replay
 
     @property
@@ -553,9 +576,12 @@ class ProviderProxy:
     def _before(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> None:
         session = self._session
         session._ensure_started()
-        plain = _plain(list(messages))
-        plain_tools = _plain(tools)
-        plain_params = _plain(params)
+        # Redacted here, not only when written, so that the request's hash is the same on
+        # every machine whatever secret the environment holds.
+        redact = session._redact
+        plain = redact(_plain(list(messages)))
+        plain_tools = redact(_plain(tools))
+        plain_params = redact(_plain(params))
         fresh = new_messages(self._previous, plain)
         self._previous = plain
         session.recorder.emit(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ import orjson
 import pytest
 
 from pytest_rollout.events import Event
+from pytest_rollout.files import FILE_MODE
 from pytest_rollout.loader import Limits, load, loads
 from pytest_rollout.recorder import Recorder, RecorderStats, encode_payload
 
@@ -390,23 +392,105 @@ def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
     assert rec.rollout().path == str(path)
 
 
+def partial_of(path: Path) -> Path:
+    """The hidden file a recorder writes while its run is open."""
+    (found,) = path.parent.glob(f".{path.name}.*.partial")
+    return found
+
+
 def test_flush_every_batches_writes(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     rec = Recorder(path, flush_every=3, clock=ticking())
     rec.emit("run.started", {})
     rec.emit("hook.note", {"i": 1})
-    assert not path.exists()  # nothing written before the batch is full
+    assert list(tmp_path.iterdir()) == []  # nothing written before the batch is full
     rec.emit("hook.note", {"i": 2})
-    assert path.read_bytes() == rec.getvalue()
-    assert path.read_bytes().count(b"\n") == 3
+    partial = partial_of(path)
+    assert partial.read_bytes() == rec.getvalue()
+    assert partial.read_bytes().count(b"\n") == 3
     rec.emit("hook.note", {"i": 3})
-    assert path.read_bytes().count(b"\n") == 3
+    assert partial.read_bytes().count(b"\n") == 3
     rec.flush()
-    assert path.read_bytes() == rec.getvalue()
-    assert path.read_bytes().count(b"\n") == 4
-    rec.emit("run.completed", {})  # the terminal event is written at once
+    assert partial.read_bytes() == rec.getvalue()
+    assert partial.read_bytes().count(b"\n") == 4
+    assert not path.exists()  # the run's file appears whole, when the recorder closes
+    rec.emit("run.completed", {})
+    assert partial.read_bytes() == rec.getvalue()  # the terminal event is written at once
+    rec.close()
+    assert not partial.exists()
     assert path.read_bytes() == rec.getvalue()
     assert load(path).events[-1].type == "run.completed"
+
+
+def test_the_file_is_created_like_any_other(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Recorder(path, clock=ticking()) as rec:
+        rec.emit("run.started", {})
+        rec.emit("run.completed", {})
+    assert stat.S_IMODE(path.stat().st_mode) == FILE_MODE
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
+
+
+def test_an_existing_file_is_replaced_only_when_the_run_closes(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"the previous run\n")
+    rec = Recorder(path, flush_every=1, clock=ticking())
+    start_run(rec)
+    assert path.read_bytes() == b"the previous run\n"
+    rec.emit("run.completed", {})
+    rec.close()
+    assert path.read_bytes() == rec.getvalue()
+
+
+# -- the file size cap --------------------------------------------------------------------
+
+
+def run_of(rec: Recorder, notes: int, size: int = 100) -> None:
+    start_run(rec)
+    for i in range(notes):
+        rec.emit("hook.note", {"i": i, "text": "x" * size})
+    rec.emit("run.completed", {"outcome": "completed"})
+    rec.close()
+
+
+@pytest.mark.parametrize("flush_every", [1, 7, 1000])
+def test_a_capped_file_ends_with_a_gap_marker_and_the_terminal_event(
+    tmp_path: Path, flush_every: int
+) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, max_file_bytes=2000, flush_every=flush_every, clock=ticking())
+    run_of(rec, 50)
+    whole = rec.rollout().events
+    assert len(whole) == 53  # the run in memory (what the comparison sees) is whole
+    data = path.read_bytes()
+    kept = load(path).events
+    assert kept[-1] == whole[-1]._replace(line=len(kept))
+    marker = kept[-2]
+    assert marker.type == "recorder.drop_detected"
+    assert len(data) - len(rec.getvalue().splitlines(keepends=True)[-1]) - 60 < 2000
+    written = kept[:-2]
+    assert [e.seq for e in written] == list(range(len(written)))
+    assert marker.seq == len(written)
+    assert marker.data == {"step": 1, "dropped": 53 - len(written) - 1}
+    assert rec.stats.cut_from_file == marker.data["dropped"]
+    assert rec.stats.dropped == 0
+
+
+def test_a_run_under_the_cap_is_written_whole(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, max_file_bytes=1_000_000, clock=ticking())
+    run_of(rec, 50)
+    assert path.read_bytes() == rec.getvalue()
+    assert rec.stats.cut_from_file == 0
+
+
+def test_a_cap_smaller_than_one_line_keeps_the_first_and_last_lines(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, max_file_bytes=10, flush_every=1, clock=ticking())
+    run_of(rec, 3)
+    kept = load(path).events
+    assert [e.type for e in kept] == ["run.started", "recorder.drop_detected", "run.completed"]
+    assert kept[1].data == {"step": 1, "dropped": 4}
 
 
 def test_close_writes_the_rest_and_later_events_are_dropped(tmp_path: Path) -> None:

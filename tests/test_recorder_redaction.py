@@ -1,0 +1,96 @@
+"""The recorder and the redactor: secrets are replaced as events are encoded, and a file whose
+bytes still hold one is never put in place (DESIGN 9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_rollout.canonical import canonical_bytes, canonicalize
+from pytest_rollout.compare import compare
+from pytest_rollout.loader import load
+from pytest_rollout.recorder import Recorder
+from pytest_rollout.redact import RedactionMode, Redactor
+
+KEY = "sk-proj-" + "Zq7Lm2Np4Rs6Tu8Vw0Xy1Ab3Cd5Ef7Gh9"
+OTHER_KEY = "sk-proj-" + "Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1"
+
+
+def redactor(mode: RedactionMode = RedactionMode.REDACTED) -> Redactor:
+    return Redactor(mode, environ={})
+
+
+def run(rec: Recorder, secret: str = KEY) -> Recorder:
+    rec.emit("run.started", {"prompt": "hi"})
+    rec.emit("llm.turn.started", {"messages": [{"role": "user", "content": "hi"}]})
+    rec.emit("tool.call.started", {"call_id": "c1", "name": "vault", "arguments": {}})
+    rec.emit("tool.call.completed", {"call_id": "c1", "name": "vault", "output": secret})
+    rec.emit("run.completed", {"outcome": "completed", "output": f"the key is {secret}"})
+    rec.close()
+    return rec
+
+
+def test_secrets_are_replaced_as_they_are_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = run(Recorder(path, redactor=redactor()))
+    data = path.read_bytes()
+    assert data == rec.getvalue()
+    assert KEY.encode() not in data
+    events = load(path).events
+    assert events[3].data["output"] == "[REDACTED:openai-key]"
+    assert events[4].data["output"] == "the key is [REDACTED:openai-key]"
+    assert rec.stats.dropped == 0
+
+
+def test_mode_none_drops_the_event_and_redacts_the_terminal_one() -> None:
+    rec = run(Recorder(redactor=redactor(RedactionMode.NONE)))
+    events = rec.rollout().events
+    assert [e.type for e in events] == [
+        "run.started",
+        "llm.turn.started",
+        "tool.call.started",
+        "recorder.drop_detected",
+        "run.completed",
+    ]
+    assert events[3].data == {"step": 1, "dropped": 1}
+    assert events[4].data["output"] == "the key is [REDACTED:openai-key]"
+    assert rec.stats.withheld == 1
+    assert rec.stats.dropped == 1
+
+
+def test_hashed_secrets_compare_as_their_label() -> None:
+    a = run(Recorder(redactor=redactor(RedactionMode.HASHED))).rollout()
+    b = run(Recorder(redactor=redactor(RedactionMode.HASHED)), OTHER_KEY).rollout()
+    assert a.events[3].data["output"] != b.events[3].data["output"]
+    assert a.events[3].data["output"].startswith("[REDACTED:openai-key:sha256:")
+    assert compare(a.events, b.events).identical
+    assert canonicalize(a.events)[3].data["output"] == "[REDACTED:openai-key]"
+    assert canonical_bytes(a.events[3].data) == canonical_bytes(b.events[3].data)
+
+
+def test_other_labels_still_differ() -> None:
+    assert canonical_bytes("[REDACTED:jwt:sha256:" + "0" * 64 + "]") != canonical_bytes(
+        "[REDACTED:openai-key:sha256:" + "0" * 64 + "]"
+    )
+
+
+def test_a_file_holding_a_secret_the_payload_pass_missed_is_not_put_in_place(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"the previous run\n")
+    rec = Recorder(path, flush_every=1, redactor=redactor())
+    rec.emit("run.started", {})
+    rec.emit(f"note.{KEY}", {})  # event types are not redacted: only the final scan sees it
+    rec.emit("run.completed", {})
+    rec.close()
+    assert rec.stats.leaked == "openai-key"
+    assert path.read_bytes() == b"the previous run\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]  # the partial file is gone
+    assert len(rec.rollout().events) == 3  # the run in memory is unaffected
+
+
+def test_verbatim_mode_writes_secrets_and_skips_the_final_scan(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = run(Recorder(path, redactor=redactor(RedactionMode.FULL)))
+    assert KEY.encode() in path.read_bytes()
+    assert rec.stats.leaked is None
