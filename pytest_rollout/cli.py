@@ -2,15 +2,19 @@
 
 Exit status: 0 when the answer is "no difference", 1 when differences were found, 2 when an
 input could not be loaded or the arguments are wrong (a refusal is one line, never a
-traceback).
+traceback). For ``check``, a golden that does not match its receipt (or whose receipt is
+corrupt) is a difference; a file without a receipt is not.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import re
+import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from . import __version__
@@ -21,7 +25,18 @@ from .fork import ForkFormat
 from .fork import fork as fork_run
 from .integrity import IntegrityReport
 from .integrity import check as check_integrity
-from .loader import load
+from .loader import load, loads
+from .receipt import (
+    Receipt,
+    ReceiptStatus,
+    Verification,
+    make_receipt,
+    read_golden,
+    receipt_path,
+    short_digest,
+    verify,
+    write_receipt,
+)
 from .report import Labels, render_divergence, render_header, render_score
 from .sanitize import excerpt, sanitize, terminal_json
 from .timeline import parse_step_range, render_show
@@ -31,6 +46,8 @@ __all__ = ["main"]
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
+
+_RULES_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,10 +117,35 @@ def _parser() -> argparse.ArgumentParser:
         help="check that every tool call was announced and completed",
         description="Check each rollout offline: every tool call answers a call the turn "
         "before it announced (same name and arguments), every call completes, no call_id is "
-        "reused. Exit 0 when all match, 1 on a mismatch, 2 when a file cannot be loaded.",
+        "reused; and a file with a receipt (FILE.jsonl.receipt) still has the bytes it "
+        "vouches for. Exit 0 when all match, 1 on a mismatch or a receipt that does not "
+        "match (or is corrupt), 2 when a file cannot be loaded. A missing receipt is shown, "
+        "not counted.",
     )
     check.add_argument("files", metavar="FILE.jsonl", nargs="+", help="the rollouts to check")
     check.add_argument("--json", action="store_true", help="print the reports as JSON")
+    seal = commands.add_parser(
+        "seal",
+        help="accept rollouts as they are: write their receipts",
+        description="Write a receipt beside each rollout (FILE.jsonl.receipt) that vouches "
+        "for its exact bytes: the explicit way to accept a deliberate hand edit of a golden. "
+        "Each file is validated by the loader first; when any is refused, nothing is sealed. "
+        "A receipt shows a file is unchanged since it was sealed, not who sealed it. "
+        "Exit 0 when sealed, 2 on bad input.",
+    )
+    seal.add_argument("files", metavar="FILE.jsonl", nargs="+", help="the rollouts to seal")
+    seal.add_argument(
+        "--redaction-mode",
+        metavar="MODE",
+        help="the redaction mode the file was recorded with "
+        "(default: the existing receipt's, else 'unknown')",
+    )
+    seal.add_argument(
+        "--rules-sha256",
+        metavar="HEX",
+        help="the sha256 of the redaction rules it was recorded with "
+        "(default: the existing receipt's, else empty: unknown)",
+    )
     show = commands.add_parser(
         "show",
         help="print a rollout as a readable timeline, with its totals",
@@ -138,29 +180,42 @@ def _fork(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_SAME
 
 
+_RECEIPT_FAILURES = frozenset({ReceiptStatus.MISMATCH, ReceiptStatus.CORRUPT})
+
+
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    checked: list[tuple[str, IntegrityReport]] = []
+    checked: list[tuple[str, IntegrityReport, Verification]] = []
     refused = False
     for path in args.files:
         try:
-            report = check_integrity(load(path).events)
+            # One read: the bytes checked against the receipt are the bytes loaded.
+            data = read_golden(path)
+            report = check_integrity(loads(data, path=path).events)
         except RolloutError as exc:
             # One refused file does not hide the verdict on the others.
             print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
             refused = True
             continue
-        checked.append((path, report))
+        verification = verify(Path(path), data)
+        checked.append((path, report, verification))
         if not args.json:
-            out.write("\n".join(_check_lines(path, report)) + "\n")
+            out.write("\n".join(_check_lines(path, report, verification)) + "\n")
     if args.json:
-        files = [{"path": path, **report.to_json_obj()} for path, report in checked]
+        files = [
+            {"path": path, **report.to_json_obj(), "receipt": verification.to_json_obj()}
+            for path, report, verification in checked
+        ]
         out.write(terminal_json({"files": files}) + "\n")
     if refused:
         return EXIT_ERROR
-    return EXIT_SAME if all(report.matched for _, report in checked) else EXIT_DIFFERENT
+    clean = all(
+        report.matched and verification.status not in _RECEIPT_FAILURES
+        for _, report, verification in checked
+    )
+    return EXIT_SAME if clean else EXIT_DIFFERENT
 
 
-def _check_lines(path: str, report: IntegrityReport) -> list[str]:
+def _check_lines(path: str, report: IntegrityReport, verification: Verification) -> list[str]:
     count = len(report.mismatches)
     verdict = "matched" if report.matched else f"{count} mismatch{'es' if count != 1 else ''}"
     lines = [
@@ -171,7 +226,59 @@ def _check_lines(path: str, report: IntegrityReport) -> list[str]:
         call = "(no id)" if m.call_id is None else sanitize(m.call_id)
         line = "?" if m.line is None else m.line
         lines.append(f"  step {m.step}, call {call} (line {line}): {sanitize(m.reason)}")
+    lines.append(f"  receipt: {verification.summary()}")
+    if verification.status in _RECEIPT_FAILURES:
+        lines.append(f"  to accept the file as it is now: rollout seal {_shell(path)}")
     return lines
+
+
+def _shell(path: str) -> str:
+    """``path`` as a shell word that is safe to print."""
+    return sanitize(shlex.quote(path))
+
+
+def _seal(args: argparse.Namespace, out: TextIO) -> int:
+    mode: str | None = args.redaction_mode
+    rules: str | None = args.rules_sha256
+    if mode is not None and not mode:
+        raise _Usage("--redaction-mode must not be empty")
+    if rules and not _RULES_DIGEST.fullmatch(rules):
+        raise _Usage("--rules-sha256 must be 64 lowercase hex digits (or empty: unknown)")
+    sealing: list[tuple[str, Receipt]] = []
+    for path in args.files:
+        try:
+            data = read_golden(path)
+            loads(data, path=path)  # only a file the loader accepts is sealed
+        except RolloutError as exc:
+            print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
+            continue
+        # A receipt that still reads (even one that no longer matches) keeps its settings.
+        previous = verify(Path(path), data).receipt
+        receipt = make_receipt(
+            data,
+            redaction_mode=mode or (previous.redaction_mode if previous else "unknown"),
+            rules_sha256=rules
+            if rules is not None
+            else (previous.rules_sha256 if previous else ""),
+        )
+        sealing.append((path, receipt))
+    if len(sealing) < len(args.files):
+        print("rollout seal: nothing was sealed", file=sys.stderr)
+        return EXIT_ERROR
+    status = EXIT_SAME
+    for path, receipt in sealing:
+        try:
+            write_receipt(Path(path), receipt)
+        except OSError as exc:
+            where = sanitize(str(receipt_path(Path(path))))
+            print(f"rollout: error: cannot write {where}: {exc.strerror}", file=sys.stderr)
+            status = EXIT_ERROR
+            continue
+        out.write(
+            f"sealed {sanitize(path)} (sha256 {short_digest(receipt.sha256)}, "
+            f"{receipt.events} event{'' if receipt.events == 1 else 's'})\n"
+        )
+    return status
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
@@ -230,6 +337,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _check(args, out)
         if args.command == "show":
             return _show(args, out)
+        if args.command == "seal":
+            return _seal(args, out)
     except RolloutError as exc:
         print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from command import python_m
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
@@ -99,7 +99,10 @@ def broken(tmp_path: Path) -> Path:
 
 
 def test_a_consistent_run(good: Path) -> None:
-    assert check(good) == (0, f"{good}: matched\n  events replayed: 12, steps: 3\n")
+    assert check(good) == (
+        0,
+        f"{good}: matched\n  events replayed: 12, steps: 3\n  receipt: none\n",
+    )
 
 
 def test_a_broken_run(broken: Path) -> None:
@@ -113,7 +116,8 @@ def test_a_broken_run(broken: Path) -> None:
         "with this call_id follows\n"
         "  step 2, call (no id) (line 9): not announced: the call has no call_id (it is null)\n"
         "  step 2, call (no id) (line 9): started but never completed: no tool.call.completed "
-        "with this call_id follows\n",
+        "with this call_id follows\n"
+        "  receipt: none\n",
     )
 
 
@@ -135,7 +139,7 @@ def test_several_files_one_block_each(good: Path, broken: Path) -> None:
         f"{broken}: 4 mismatches",
         f"{good}: matched",
     ]
-    assert len(lines) == 2 + 6 + 2
+    assert len(lines) == 3 + 7 + 3
 
 
 def test_the_goldens_check_clean() -> None:
@@ -160,12 +164,31 @@ def test_the_goldens_check_clean() -> None:
 # -- JSON ----------------------------------------------------------------------------------
 
 
+def no_receipt(path: Path) -> dict[str, Any]:
+    """The ``receipt`` entry of a file that has none (see test_cli_receipt.py for the rest)."""
+    return {
+        "status": "missing",
+        "expected_sha256": None,
+        "actual_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "expected_events": None,
+        "actual_events": 12,
+        "reason": None,
+    }
+
+
 def test_json_output(good: Path, broken: Path) -> None:
     code, out = check("--json", good, broken)
     assert code == 1
     assert json.loads(out) == {
         "files": [
-            {"path": str(good), "events": 12, "steps": 3, "matched": True, "mismatches": []},
+            {
+                "path": str(good),
+                "events": 12,
+                "steps": 3,
+                "matched": True,
+                "mismatches": [],
+                "receipt": no_receipt(good),
+            },
             {
                 "path": str(broken),
                 "events": 12,
@@ -200,6 +223,7 @@ def test_json_output(good: Path, broken: Path) -> None:
                         "this call_id follows",
                     },
                 ],
+                "receipt": no_receipt(broken),
             },
         ]
     }
@@ -210,7 +234,14 @@ def test_json_of_a_matched_file(good: Path) -> None:
     code, out = check(good, "--json")
     assert code == 0
     assert json.loads(out)["files"] == [
-        {"path": str(good), "events": 12, "steps": 3, "matched": True, "mismatches": []}
+        {
+            "path": str(good),
+            "events": 12,
+            "steps": 3,
+            "matched": True,
+            "mismatches": [],
+            "receipt": no_receipt(good),
+        }
     ]
 
 
@@ -322,7 +353,7 @@ def test_hostile_file_name_prints_safely(
     code, out = check(name)
     assert code == 0
     assert_printable(out)
-    assert out.endswith(": matched\n  events replayed: 12, steps: 3\n")
+    assert out.endswith(": matched\n  events replayed: 12, steps: 3\n  receipt: none\n")
     code, out = check("--json", name)
     assert_printable(out)
     assert json.loads(out)["files"][0]["path"] == str(name)
@@ -348,14 +379,6 @@ def test_hostile_refusal_reason_prints_safely(
 
 
 def test_python_dash_m(good: Path, broken: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_rollout", "check", str(good), str(broken)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
-        check=False,
-        timeout=120,
-    )
+    done = python_m("check", str(good), str(broken))
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout == check(good, broken)[1]

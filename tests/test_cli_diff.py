@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from command import python_m, run_command
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
@@ -444,21 +443,6 @@ def test_hostile_argument_in_a_usage_error_prints_safely(
 ROLLOUT = Path(sys.executable).with_name("rollout")
 
 
-def run_command(
-    *argv: str | Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(a) for a in argv],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="strict",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})},
-        check=False,
-        timeout=120,
-    )
-
-
 def test_console_script(golden: Path, regressed: Path) -> None:
     assert ROLLOUT.exists()
     done = run_command(ROLLOUT, "diff", golden, regressed)
@@ -480,7 +464,7 @@ def test_console_script_refusal(golden: Path, tmp_path: Path) -> None:
 
 
 def test_python_dash_m(golden: Path, regressed: Path) -> None:
-    done = run_command(sys.executable, "-m", "pytest_rollout", "diff", golden, regressed)
+    done = python_m("diff", golden, regressed)
     assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
 
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from command import python_m
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
@@ -313,13 +311,5 @@ def test_hostile_content_prints_safely(tmp_path: Path) -> None:
 
 
 def test_python_dash_m(trip: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_rollout", "show", str(trip)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
-        check=False,
-        timeout=120,
-    )
+    done = python_m("show", str(trip))
     assert (done.returncode, done.stdout, done.stderr) == (0, EXPECTED, "")
