@@ -896,6 +896,10 @@ def test_ordinary_payloads_are_never_decoded(monkeypatch: pytest.MonkeyPatch) ->
             }
         ),
         orjson.dumps({"url": "https://docs.example.com:8443/api/v2?lang=en", "status": 200}),
+        # Words whose letters share the gate's anchor image with "key" ("web", "bec"): they
+        # once sent a third of a realistic run down the slow path.
+        orjson.dumps({"name": "search_web", "arguments": {"query": "what does bec. mean"}}),
+        orjson.dumps({"tools": ["search_web", "fetch_page"], "note": "Quebec, cobweb"}),
     ]
 
     def refuse(_: bytes) -> Any:
