@@ -15,17 +15,24 @@ from .errors import RolloutError as RolloutError
 from .errors import RolloutFormatError as RolloutFormatError
 from .errors import RolloutWarning as RolloutWarning
 from .events import Event as Event
+from .files import SecretInFileError as SecretInFileError
 from .loader import Limits as Limits
 from .loader import Rollout as Rollout
 from .loader import load as load
 from .loader import loads as loads
+from .receipt import ReceiptError as ReceiptError
 from .recorder import Recorder as Recorder
+from .redact import RedactionError as RedactionError
+from .redact import RedactionMode as RedactionMode
+from .redact import Redactor as Redactor
+from .redact import Rule as Rule
 from .replay import RecordedProvider as RecordedProvider
 from .sanitize import sanitize as sanitize
 from .score import RunSummary as RunSummary
 from .score import Score as Score
 from .score import score as score
 from .score import summarize as summarize
+from .session import GoldenEditedError as GoldenEditedError
 from .session import GoldenMissingError as GoldenMissingError
 from .session import RolloutSession as RolloutSession
 from .turns import ToolCall as ToolCall
@@ -40,10 +47,15 @@ __all__ = [
     "CanonicalOptions",
     "Comparison",
     "Event",
+    "GoldenEditedError",
     "GoldenMissingError",
     "Limits",
+    "ReceiptError",
     "RecordedProvider",
     "Recorder",
+    "RedactionError",
+    "RedactionMode",
+    "Redactor",
     "ReplayDivergenceError",
     "Rollout",
     "RolloutError",
@@ -51,8 +63,10 @@ __all__ = [
     "RolloutSession",
     "RolloutSnapshotExtension",
     "RolloutWarning",
+    "Rule",
     "RunSummary",
     "Score",
+    "SecretInFileError",
     "StepStatus",
     "ToolCall",
     "Turn",

@@ -23,3 +23,19 @@ def pytest_rollout_error_types(config: pytest.Config) -> Iterable[str] | None:
     ``memory.observe.failed``, ``skill.fork.failed``, ``error.context``) always count.
     Results of every implementation are combined.
     """
+
+
+def pytest_rollout_redact_patterns(config: pytest.Config) -> Iterable[tuple[str, str]] | None:
+    """Return extra redaction rules, as ``(label, regex)`` pairs.
+
+    Every string of every recorded event is searched with them; a match (or its named group
+    ``secret``, when the pattern has one) is replaced by ``[REDACTED:<label>]``. Keep
+    patterns linear: start them at a boundary and use possessive quantifiers (``++``), as
+    the built-in ones do. Results of every implementation are combined.
+    """
+
+
+def pytest_rollout_redact_keys(config: pytest.Config) -> Iterable[str] | None:
+    """Return extra key names whose values are always redacted (case and ``-``/``_``
+    insensitive, e.g. ``"x-internal-auth"``). Results of every implementation are combined.
+    """

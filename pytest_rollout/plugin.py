@@ -7,12 +7,14 @@ test, which golden, mode and options apply, and reports through pytest's channel
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import sys
 from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,17 @@ import pytest
 
 from . import hooks
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
+from .capture import (
+    Budget,
+    CaptureLimits,
+    capture_path,
+    enforce_retention,
+    new_run_id,
+    resolve_root,
+    usage,
+)
 from .divergence import ReplayDivergenceError
-from .errors import RolloutError, RolloutFormatError
+from .errors import RolloutError
 from .failure import render_verdict
 from .golden import (
     GoldenRef,
@@ -32,9 +43,18 @@ from .golden import (
     prune_empty_dirs,
     write_golden,
 )
-from .loader import load
+from .loader import Rollout, loads
+from .receipt import (
+    ReceiptStatus,
+    make_receipt,
+    read_golden,
+    receipt_path,
+    verify,
+    write_receipt,
+)
 from .recorder import Recorder
-from .session import GoldenMissingError, Mode, RolloutSession
+from .redact import RedactionMode, Redactor, Rule
+from .session import GoldenEditedError, GoldenMissingError, Mode, RolloutSession
 
 __all__ = ["RolloutPlugin"]
 
@@ -44,11 +64,13 @@ CALL_REPORT_KEY = pytest.StashKey[pytest.TestReport]()
 
 MARKER_DOC = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
-    "replay=True): per-test settings of pytest-rollout: the golden's file name, fields to "
-    "leave out of the comparison, the replay mode (dry or full), whether unconsumed recorded "
-    "turns or tool results are allowed, and replay=False for tests whose providers and tools "
-    "are deterministic fakes (run live, no golden)"
+    "replay=True, redact=None): per-test settings of pytest-rollout: the golden's file name, "
+    "fields to leave out of the comparison, the replay mode (dry or full), whether unconsumed "
+    "recorded turns or tool results are allowed, replay=False for tests whose providers and "
+    "tools are deterministic fakes (run live, no golden), and the redaction mode "
+    "(redacted, hashed, full or none)"
 )
+REDACTION_MODES = tuple(m.value for m in RedactionMode)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -84,7 +106,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--rollout-dir",
         default=None,
         metavar="DIR",
-        help="save every test's run as a rollout under DIR (default: the pytest cache)",
+        help="capture every run as DIR/YYYY-MM-DD/RUN_ID.jsonl "
+        "(the ROLLOUT_DIR environment variable takes precedence)",
+    )
+    group.addoption(
+        "--rollout-redact",
+        choices=REDACTION_MODES,
+        default=None,
+        help="how secrets are written: redacted (the default), hashed, full (verbatim) "
+        "or none (events holding one are dropped)",
+    )
+    group.addoption(
+        "--rollout-accept-edits",
+        action="store_true",
+        default=False,
+        help="accept goldens changed since they were recorded (their receipts no longer "
+        "match): compare against them and seal them anew",
     )
     group.addoption(
         "--rollout-allow-unconsumed",
@@ -100,7 +137,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
-    parser.addini("rollout_dir", "directory where every test's run is saved", default="")
+    parser.addini(
+        "rollout_dir",
+        "capture every run under this directory (YYYY-MM-DD/RUN_ID.jsonl)",
+        default="",
+    )
+    parser.addini(
+        "rollout_capture_max_file_mb", "size cap of one captured run, in MB (0: none)", default=""
+    )
+    parser.addini(
+        "rollout_capture_max_total_mb",
+        "size cap of the capture directory, oldest runs removed first, in MB (0: none)",
+        default="",
+    )
+    parser.addini(
+        "rollout_capture_retention_days",
+        "captured runs older than this many days are removed (0: kept forever)",
+        default="",
+    )
+    parser.addini(
+        "rollout_redact", "how secrets are written: redacted, hashed, full or none", default=""
+    )
+    parser.addini(
+        "rollout_redact_patterns",
+        "extra redaction rules, one LABEL=REGEX per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "rollout_redact_keys",
+        "extra key names whose values are always redacted, one per line",
+        type="linelist",
+        default=[],
+    )
     parser.addini(
         "rollout_allow_unconsumed",
         "do not fail tests whose run left recorded turns or tool results unused",
@@ -129,6 +198,12 @@ class Settings:
     run_dir: Path | None
     ignore: tuple[str, ...]
     allow_unconsumed: bool
+    capture_root: Path | None = None
+    capture_limits: CaptureLimits = field(default_factory=CaptureLimits)
+    redaction: RedactionMode = RedactionMode.REDACTED
+    redact_rules: tuple[Rule, ...] = ()
+    redact_keys: tuple[str, ...] = ()
+    accept_edits: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -151,12 +226,40 @@ class Settings:
         mode_name = config.getoption("rollout_mode") or str(config.getini("rollout_mode"))
         if mode_name not in (Mode.DRY.value, Mode.FULL.value):
             raise pytest.UsageError(f"rollout_mode must be dry or full, got {mode_name!r}")
-        run_dir_option = config.getoption("rollout_dir") or str(config.getini("rollout_dir"))
+        try:
+            capture_root = resolve_root(
+                os.environ,
+                config.getoption("rollout_dir"),
+                str(config.getini("rollout_dir")),
+                invocation,
+            )
+            capture_limits = CaptureLimits.from_ini(
+                str(config.getini("rollout_capture_max_file_mb")),
+                str(config.getini("rollout_capture_max_total_mb")),
+                str(config.getini("rollout_capture_retention_days")),
+            )
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
         run_dir: Path | None = None
-        if run_dir_option:
-            run_dir = invocation / run_dir_option
-        elif (cache := getattr(config, "cache", None)) is not None:  # absent: no:cacheprovider
-            run_dir = cache.mkdir("rollout") / "runs"
+        if capture_root is None and (cache := getattr(config, "cache", None)) is not None:
+            run_dir = cache.mkdir("rollout") / "runs"  # the last run of each test
+        redaction = config.getoption("rollout_redact") or str(config.getini("rollout_redact"))
+        if redaction and redaction not in REDACTION_MODES:
+            raise pytest.UsageError(
+                f"rollout_redact must be one of {', '.join(REDACTION_MODES)}, got {redaction!r}"
+            )
+        rules = [*config.getini("rollout_redact_patterns")]
+        rules.extend(
+            f"{label}={pattern}"
+            for found in config.hook.pytest_rollout_redact_patterns(config=config)
+            for label, pattern in found or ()
+        )
+        keys = [str(k) for k in config.getini("rollout_redact_keys")]
+        keys.extend(
+            str(k)
+            for found in config.hook.pytest_rollout_redact_keys(config=config)
+            for k in found or ()
+        )
         allow = config.getoption("rollout_allow_unconsumed")
         ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
         try:
@@ -171,7 +274,25 @@ class Settings:
             allow_unconsumed=bool(config.getini("rollout_allow_unconsumed"))
             if allow is None
             else bool(allow),
+            capture_root=capture_root,
+            capture_limits=capture_limits,
+            redaction=RedactionMode(redaction or RedactionMode.REDACTED),
+            redact_rules=tuple(_rule(line) for line in rules),
+            redact_keys=tuple(keys),
+            accept_edits=bool(config.getoption("rollout_accept_edits")),
         )
+
+
+def _rule(line: str) -> Rule:
+    label, sep, pattern = str(line).partition("=")
+    if not sep or not label.strip() or not pattern.strip():
+        raise pytest.UsageError(
+            f"rollout_redact_patterns: write each rule as LABEL=REGEX, got {line!r}"
+        )
+    try:
+        return Rule(label.strip(), pattern.strip())
+    except RolloutError as exc:
+        raise pytest.UsageError(f"rollout_redact_patterns: {exc}") from None
 
 
 @dataclass(slots=True)
@@ -182,6 +303,7 @@ class Tally:
     owned: set[str] = field(default_factory=set)
     scopes: set[str] = field(default_factory=set)
     full_selection: bool | None = None  # unknown until collection (or every worker) says
+    problems: list[str] = field(default_factory=list)  # runs that could not be saved
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -189,10 +311,12 @@ class Tally:
             "owned": sorted(self.owned),
             "scopes": sorted(self.scopes),
             "full_selection": self.full_selection,
+            "problems": self.problems,
         }
 
     def merge(self, data: dict[str, Any]) -> None:
         self.counts.update(data.get("counts", {}))
+        self.problems.extend(data.get("problems", ()))
         self.owned.update(data.get("owned", ()))
         self.scopes.update(data.get("scopes", ()))
         theirs = bool(data.get("full_selection"))
@@ -218,6 +342,32 @@ class RolloutPlugin:
         self.workers_reported = 0
         self.pruned: list[Path] = []
         self.explained: list[str] | None = None  # the last snapshot report given to pytest
+        self._redactors: dict[RedactionMode, Redactor] = {}
+        try:
+            self.redactor_for(settings.redaction)  # a bad user rule stops the session now
+        except RolloutError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.budget: Budget | None = None
+
+    def redactor_for(self, mode: RedactionMode) -> Redactor:
+        found = self._redactors.get(mode)
+        if found is None:
+            s = self.settings
+            found = self._redactors[mode] = Redactor(
+                mode, extra_rules=s.redact_rules, extra_keys=s.redact_keys
+            )
+        return found
+
+    # -- the capture directory ---------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        root = self.settings.capture_root
+        if root is None:
+            return
+        limits = self.settings.capture_limits
+        if getattr(self.config, "workerinput", None) is None:  # once, in the main process
+            enforce_retention(root, limits, datetime.now(UTC).date())
+        self.budget = Budget(root, limits, usage(root))
 
     # -- reporting the mode ----------------------------------------------------------
 
@@ -293,20 +443,32 @@ class RolloutPlugin:
             ignore_paths=extra, drop_keys=kwargs.get("drop_keys", ())
         )
         allow = kwargs.get("allow_unconsumed")
+        redaction = kwargs.get("redact", s.redaction)
+        if redaction not in REDACTION_MODES:
+            raise RolloutError(
+                f"@pytest.mark.rollout(redact=...) must be one of "
+                f"{', '.join(REDACTION_MODES)}, got {redaction!r}"
+            )
+        redactor = self.redactor_for(RedactionMode(redaction))
         golden = None
         golden_error: RolloutError | None = None
         if mode.replays_tools and path.exists():
             try:
-                golden = load(path)
-            except RolloutFormatError as exc:
+                golden = self._verified_golden(item, path, redactor)
+            except RolloutError as exc:
                 golden_error = exc
+        run_id = new_run_id()
         run_path = None
-        if s.run_dir is not None:
+        budget = None
+        if s.capture_root is not None:
+            run_path = capture_path(s.capture_root, run_id, datetime.now(UTC))
+            budget = None if self.budget is None else self.budget.for_new_run()
+        elif s.run_dir is not None:
             run_path = s.run_dir / path.relative_to(s.golden_dir)
         session = RolloutSession(
             test_id=item.nodeid,
             mode=mode,
-            recorder=Recorder(run_path),
+            recorder=Recorder(run_path, redactor=redactor, max_file_bytes=budget),
             golden_path=self._display(path).rstrip(os.sep),
             run_display=None if run_path is None else self._display(run_path).rstrip(os.sep),
             golden=golden,
@@ -315,12 +477,39 @@ class RolloutPlugin:
             allow_unconsumed=s.allow_unconsumed if allow is None else bool(allow),
             error_types=self.error_types,
             missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),
+            run_id=run_id,
         )
         item.stash[SESSION_KEY] = session
         return session
 
+    def _verified_golden(self, item: pytest.Item, path: Path, redactor: Redactor) -> Rollout:
+        """The golden at ``path``, once its receipt vouches for its bytes (DESIGN 9)."""
+        data = read_golden(path)
+        check = verify(path, data)
+        if check.status is not ReceiptStatus.OK:
+            if not self.settings.accept_edits:
+                shown = dataclasses.replace(check, golden=self._display(path).rstrip(os.sep))
+                raise GoldenEditedError(shown.message(item.nodeid))
+            self._seal(path, data, redactor)
+            self.tally.counts["resealed"] += 1
+        return loads(data, path=str(path))
+
+    def _seal(self, path: Path, data: bytes, redactor: Redactor) -> None:
+        receipt = make_receipt(
+            data, redaction_mode=redactor.mode.value, rules_sha256=redactor.rules_digest
+        )
+        write_receipt(path, receipt)
+
     def finish(self, item: pytest.Item, session: RolloutSession) -> None:
         session.close()
+        recorder = session.recorder
+        stats = recorder.stats
+        if self.budget is not None and recorder.path is not None:
+            self.budget.charge(recorder.written)
+        if stats.leaked is not None:
+            self.tally.problems.append(
+                f"{item.nodeid}: its run was not saved: the file held a secret ({stats.leaked})"
+            )
         if not session.used:
             return
         if session.mode is Mode.RECORD:
@@ -329,9 +518,20 @@ class RolloutPlugin:
                 self.tally.counts["not recorded (test failed)"] += 1
                 return
             path = self.golden_for(item)
+            redactor = recorder.redactor
+            assert redactor is not None
+            data = recorder.getvalue()
+            sealed = path.exists() and verify(path).status is ReceiptStatus.OK
             result = write_golden(
-                self.settings.golden_dir, path, session.recorder.getvalue(), session.options
+                self.settings.golden_dir,
+                path,
+                data,
+                session.options,
+                scan=None if redactor.mode is RedactionMode.FULL else redactor.scan,
+                keep_unchanged=sealed,
             )
+            if result is not WriteResult.UNCHANGED:
+                self._seal(path, data, redactor)
             self.tally.counts[result.value] += 1
         elif session.mode is not Mode.LIVE:
             self.tally.counts["compared"] += 1
@@ -360,7 +560,9 @@ class RolloutPlugin:
         session = item.stash.get(SESSION_KEY, None)
         if session is None:
             return report
-        if excinfo is not None and isinstance(excinfo.value, GoldenMissingError):
+        if excinfo is not None and isinstance(
+            excinfo.value, GoldenMissingError | GoldenEditedError
+        ):
             report.longrepr = str(excinfo.value)
         elif session.reported:
             if report.failed and excinfo is not None and excinfo.errisinstance(AssertionError):
@@ -434,6 +636,7 @@ class RolloutPlugin:
         if self.settings.mode is Mode.RECORD and full and prunable:
             for path in self.unused(everything=True):
                 path.unlink(missing_ok=True)
+                receipt_path(path).unlink(missing_ok=True)
                 self.pruned.append(path)
                 prune_empty_dirs(path.parent, self.settings.golden_dir)
 
@@ -457,7 +660,8 @@ class RolloutPlugin:
             return
         counts = self.tally.counts
         unused = [] if self.pruned else self.unused()
-        if not counts and not unused and not self.pruned:
+        problems = self.tally.problems
+        if not counts and not unused and not self.pruned and not problems:
             return
         tr = terminalreporter
         tr.section("rollout")
@@ -472,7 +676,12 @@ class RolloutPlugin:
                 line += f", {counts['not recorded (test failed)']} not recorded (test failed)"
             tr.write_line(line)
         else:
-            tr.write_line(f"{counts['compared']} golden(s) compared")
+            line = f"{counts['compared']} golden(s) compared"
+            if counts["resealed"]:
+                line += f", {counts['resealed']} edited golden(s) accepted and sealed anew"
+            tr.write_line(line)
+        for problem in problems[:20]:
+            tr.write_line(problem)
         for path in self.pruned:
             tr.write_line(f"removed unused golden {self._display(path).rstrip(os.sep)}")
         if unused:

@@ -7,6 +7,8 @@ each run is saved for ``rollout diff``.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from plugin_agent import N2, WEATHER_TEST, XDIST, goldens, live_calls, record, run, write_project
 
@@ -77,17 +79,20 @@ def test_rollout_dir_saves_each_run_for_rollout_diff(
     record(pytester).assert_outcomes(passed=1)
     monkeypatch.setenv("AGENT_CHANGE", "argument")
 
+    monkeypatch.delenv("ROLLOUT_DIR", raising=False)
     result = run(pytester, xdist, "--rollout-dir=runs")
 
     result.assert_outcomes(failed=1)
+    (path,) = (pytester.path / "runs").rglob("*.jsonl")
+    saved_as = path.relative_to(pytester.path).as_posix()
+    assert re.fullmatch(r"runs/\d{4}-\d\d-\d\d/\d{8}T\d{12}Z-[0-9a-f]{12}\.jsonl", saved_as)
     result.stdout.fnmatch_lines(
         [
             "This run was saved; compare it with its golden:",
-            "  rollout diff golden/test_weather/test_weather.jsonl "
-            "runs/test_weather/test_weather.jsonl",
+            f"  rollout diff golden/test_weather/test_weather.jsonl {saved_as}",
         ]
     )
-    saved = pytest_rollout.load(pytester.path / "runs" / "test_weather" / "test_weather.jsonl")
+    saved = pytest_rollout.load(path)
     assert saved.events[-1].type == "run.failed"
     assert saved.events[-1].data["error"]["class"] == "ReplayDivergenceError"
 

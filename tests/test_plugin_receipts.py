@@ -1,0 +1,114 @@
+"""Receipts in the plugin (DESIGN 9): a golden changed after it was recorded is refused.
+
+``--rollout-record`` seals each golden it writes with a receipt beside it; compare mode
+checks the receipt before replaying a byte of the golden; ``--rollout-accept-edits`` (or
+re-recording) is how a deliberate change is accepted.
+"""
+
+from __future__ import annotations
+
+import pytest
+from plugin_agent import IN_PROCESS, WEATHER_TEST, XDIST, live_calls, record, run, write_project
+
+from pytest_rollout.receipt import ReceiptStatus, receipt_path, verify
+
+GOLDEN = "golden/test_weather/test_weather.jsonl"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    write_project(pytester, test_weather=WEATHER_TEST)
+    record(pytester).assert_outcomes(passed=1)
+    return pytester
+
+
+def test_recording_seals_each_golden(project: pytest.Pytester) -> None:
+    golden = project.path / GOLDEN
+    assert verify(golden).status is ReceiptStatus.OK
+    receipt = receipt_path(golden)
+    before = receipt.read_bytes(), receipt.stat().st_mtime_ns
+    record(project).assert_outcomes(passed=1)  # unchanged: neither file is rewritten
+    assert (receipt.read_bytes(), receipt.stat().st_mtime_ns) == before
+
+
+@XDIST
+def test_an_edited_golden_is_refused_before_anything_is_replayed(
+    project: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    golden = project.path / GOLDEN
+    golden.write_bytes(golden.read_bytes().replace(b"light rain", b"light snow"))
+    result = run(project, xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "golden */test_weather.jsonl does not match its receipt "
+            "(*test_weather.jsonl.receipt): it changed after it was recorded or sealed.",
+            "  expected sha256: *",
+            "  actual sha256:   *",
+            "To accept the golden as it is: re-record it with "
+            "`pytest --rollout-record test_weather.py::test_weather`,",
+            "or accept a deliberate edit with `pytest --rollout-accept-edits` or "
+            "`rollout seal *test_weather.jsonl`.",
+        ]
+    )
+    assert live_calls(project) == []
+
+
+def test_a_truncated_golden_is_refused(project: pytest.Pytester) -> None:
+    golden = project.path / GOLDEN
+    lines = golden.read_bytes().splitlines(keepends=True)
+    golden.write_bytes(b"".join(lines[:-2] + lines[-1:]))
+    result = run(project, ())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*bytes: * in the file, * in the receipt (shorter)"])
+
+
+def test_a_golden_without_a_receipt_is_refused(project: pytest.Pytester) -> None:
+    receipt_path(project.path / GOLDEN).unlink()
+    result = run(project, ())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["golden */test_weather.jsonl has no receipt*"])
+
+
+def test_accepting_edits_compares_against_the_edited_golden_and_seals_it(
+    project: pytest.Pytester,
+) -> None:
+    golden = project.path / GOLDEN
+    golden.write_bytes(golden.read_bytes().replace(b'"ts":"20', b'"ts":"19', 1))
+    result = run(project, (), "--rollout-accept-edits")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["1 golden(s) compared, 1 edited golden(s) accepted and sealed anew"]
+    )
+    assert verify(golden).status is ReceiptStatus.OK
+    run(project, ()).assert_outcomes(passed=1)
+
+
+def test_an_edit_that_changes_the_run_is_reported_once_accepted(project: pytest.Pytester) -> None:
+    golden = project.path / GOLDEN
+    golden.write_bytes(golden.read_bytes().replace(b"light rain", b"light snow"))
+    result = run(project, (), "--rollout-accept-edits")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*light snow*"])
+
+
+def test_re_recording_replaces_an_edited_golden(project: pytest.Pytester) -> None:
+    golden = project.path / GOLDEN
+    # Timestamps are left out of the comparison: the run is canonically the same, but the
+    # file is not what the recorder wrote, so re-recording writes it anew.
+    golden.write_bytes(golden.read_bytes().replace(b'"ts":"20', b'"ts":"19', 1))
+    assert verify(golden).status is ReceiptStatus.MISMATCH
+    result = record(project)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 golden(s) written (0 created, 1 updated), 0 unchanged*"])
+    assert verify(golden).status is ReceiptStatus.OK
+    assert b'"ts":"19' not in golden.read_bytes()
+
+
+def test_pruning_an_unused_golden_removes_its_receipt(project: pytest.Pytester) -> None:
+    extra = project.path / "golden/test_weather/test_gone.jsonl"
+    extra.write_bytes((project.path / GOLDEN).read_bytes())
+    receipt_path(extra).write_bytes(receipt_path(project.path / GOLDEN).read_bytes())
+    project.runpytest_inprocess(*IN_PROCESS, "--rollout-record").assert_outcomes(passed=1)
+    assert not extra.exists()
+    assert not receipt_path(extra).exists()
