@@ -112,3 +112,16 @@ def test_pruning_an_unused_golden_removes_its_receipt(project: pytest.Pytester) 
     project.runpytest_inprocess(*IN_PROCESS, "--rollout-record").assert_outcomes(passed=1)
     assert not extra.exists()
     assert not receipt_path(extra).exists()
+
+
+def test_accepting_edits_never_seals_a_golden_the_loader_refuses(
+    project: pytest.Pytester,
+) -> None:
+    golden = project.path / GOLDEN
+    receipt = receipt_path(golden).read_bytes()
+    golden.write_bytes(golden.read_bytes() + b"not json\n")
+    result = run(project, (), "--rollout-accept-edits")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_weather.jsonl:*: *"])
+    assert receipt_path(golden).read_bytes() == receipt
+    assert verify(golden).status is ReceiptStatus.MISMATCH
