@@ -235,3 +235,25 @@ def test_a_captured_run_holding_a_secret_is_dropped_without_failing_the_test(
     )
     assert SECRET_KEY not in result.stdout.str()
     assert not [p for p in (pytester.path / "runs").rglob("*") if p.is_file()]
+
+
+def test_the_readme_signature_rule_works_from_an_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        """
+        [pytest]
+        rollout_redact_patterns =
+            url-signature=[?&](?:X-Amz-Signature|X-Goog-Signature|sig)=(?P<secret>[^&#\\s"]++)
+        """
+    )
+    pytester.makepyfile(
+        test_url="""
+        def test_url(rollout, golden):
+            url = "https://a.blob.core.windows.net/c/b?sv=2022&sig=abc%2Bdef%3D&se=2026"
+            with rollout.run(prompt=url) as run:
+                run.output = "done"
+            assert rollout == golden
+        """
+    )
+    pytester.runpytest_inprocess(*IN_PROCESS, "--rollout-record").assert_outcomes(passed=1)
+    data = (pytester.path / "golden/test_url/test_url.jsonl").read_bytes()
+    assert b"?sv=2022&sig=[REDACTED:url-signature]&se=2026" in data
