@@ -142,6 +142,7 @@ class Recorder:
         self.redactor = redactor
         self._max_file_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
         self._partial: str | None = None
+        self._file_done = False  # closed: the file is in place (or was given up)
         self._cut_at: int | None = None  # buffer offset of the first line left out of the file
         self._cut_lines = 0
         self._withheld = 0
@@ -337,7 +338,7 @@ class Recorder:
 
     def _write_pending(self) -> None:
         self._flush_seq = self._seq + self._flush_every
-        if self.path is None or self._file_broken or self._cut_at is not None:
+        if self.path is None or self._file_broken or self._cut_at is not None or self._file_done:
             return
         end = len(self._buffer)
         if end > self._max_file_bytes:
@@ -444,13 +445,17 @@ class Recorder:
             self._write_pending()
 
     def close(self) -> None:
-        """Write what is buffered and put the file in place. Further events are dropped."""
+        """Write what is buffered and put the file in place. Further events are dropped;
+        closing again does nothing."""
         with self._lock:
             self._closed = True
             self._open_below = 0
+            if self._file_done:
+                return
             self._write_pending()
             self._write_cut_tail()
             self._publish()
+            self._file_done = True
 
     def __enter__(self) -> Recorder:
         return self

@@ -576,21 +576,24 @@ class ProviderProxy:
     def _before(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> None:
         session = self._session
         session._ensure_started()
-        # Redacted here, not only when written, so that the request's hash is the same on
-        # every machine whatever secret the environment holds.
-        redact = session._redact
-        plain = redact(_plain(list(messages)))
-        plain_tools = redact(_plain(tools))
-        plain_params = redact(_plain(params))
+        plain = _plain(list(messages))
+        plain_tools = _plain(tools)
+        plain_params = _plain(params)
         fresh = new_messages(self._previous, plain)
         self._previous = plain
+        # The hash is taken on redacted data, so that it is the same on every machine
+        # whatever secret the environment holds; the event itself is redacted (or, in mode
+        # "none", dropped) by the recorder, like any other.
+        redact = session._redact
         session.recorder.emit(
             "llm.turn.started",
             {
                 "messages": fresh,
                 "tools": plain_tools,
                 "params": plain_params,
-                "messages_hash": request_hash(plain, plain_tools, plain_params),
+                "messages_hash": request_hash(
+                    redact(plain), redact(plain_tools), redact(plain_params)
+                ),
             },
         )
         replay = session.replay

@@ -134,7 +134,9 @@ def test_mode_none_drops_the_events_that_hold_a_secret(project: pytest.Pytester)
     assert SECRET_KEY.encode() not in data
     assert TOKEN.encode() not in data
     assert b"REDACTED" in data  # only in the terminal event, which is always kept
+    assert b"[REDACTED:env:SERVICE_TOKEN]" not in data  # its request was dropped too
     assert b'"type":"recorder.drop_detected"' in data
+    assert b'"type":"llm.turn.started"' not in data  # both requests held the token
 
 
 def test_user_rules_from_ini_and_hooks(pytester: pytest.Pytester) -> None:

@@ -598,3 +598,15 @@ def test_emit_records_common_python_types() -> None:
     assert events[0].data == {"tools": ["search"], "path": "a/b", "ids": {"1": "x"}}
     assert events[1].data == {"output": {"answer": 42}, "step": 0}
     assert rec.stats.encode_errors == 0
+
+
+def test_closing_a_capped_file_twice_keeps_it(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, max_file_bytes=400, clock=ticking())
+    run_of(rec, 10)  # closes once
+    first = path.read_bytes()
+    rec.close()
+    rec.flush()
+    assert path.read_bytes() == first
+    assert load(path).events[0].type == "run.started"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
