@@ -25,13 +25,12 @@ from .fork import ForkFormat
 from .fork import fork as fork_run
 from .integrity import IntegrityReport
 from .integrity import check as check_integrity
-from .loader import load, loads
+from .loader import load, loads, read_rollout_bytes
 from .receipt import (
     Receipt,
     ReceiptStatus,
     Verification,
     make_receipt,
-    read_golden,
     receipt_path,
     short_digest,
     verify,
@@ -189,7 +188,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     for path in args.files:
         try:
             # One read: the bytes checked against the receipt are the bytes loaded.
-            data = read_golden(path)
+            data = read_rollout_bytes(path)
             report = check_integrity(loads(data, path=path).events)
         except RolloutError as exc:
             # One refused file does not hide the verdict on the others.
@@ -247,7 +246,7 @@ def _seal(args: argparse.Namespace, out: TextIO) -> int:
     sealing: list[tuple[str, Receipt]] = []
     for path in args.files:
         try:
-            data = read_golden(path)
+            data = read_rollout_bytes(path)
             loads(data, path=path)  # only a file the loader accepts is sealed
         except RolloutError as exc:
             print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)

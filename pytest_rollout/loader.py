@@ -27,7 +27,7 @@ from .errors import RolloutFormatError
 from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
 from .files import Unreadable, read_regular
 
-__all__ = ["Limits", "Rollout", "load", "loads"]
+__all__ = ["Limits", "Rollout", "load", "loads", "read_rollout_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +90,7 @@ def load(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> Ro
     opened handle without blocking.
     """
     name = os.fspath(path)
-    data = _read_regular_file(name, limits)
-    return loads(data, path=name, limits=limits)
+    return loads(read_rollout_bytes(name, limits=limits), path=name, limits=limits)
 
 
 def loads(data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS) -> Rollout:
@@ -104,7 +103,13 @@ def loads(data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS
         return Rollout(path, _parse_events(data, path, limits))
 
 
-def _read_regular_file(name: str, limits: Limits) -> bytes:
+def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """A rollout file's bytes, read as :func:`load` reads them: regular files only, checked on
+    the opened handle without blocking, up to the size limit plus one byte (so that an
+    oversize file shows). One read can then be both checked against a receipt and loaded
+    with :func:`loads`. Raises :class:`RolloutFormatError`.
+    """
+    name = os.fspath(path)
     try:
         return read_regular(name, limits.total_bytes, "rollout file")
     except Unreadable as exc:

@@ -43,11 +43,10 @@ from .golden import (
     prune_empty_dirs,
     write_golden,
 )
-from .loader import Rollout, loads
+from .loader import Rollout, loads, read_rollout_bytes
 from .receipt import (
     ReceiptStatus,
     make_receipt,
-    read_golden,
     receipt_path,
     verify,
     write_receipt,
@@ -484,7 +483,7 @@ class RolloutPlugin:
 
     def _verified_golden(self, item: pytest.Item, path: Path, redactor: Redactor) -> Rollout:
         """The golden at ``path``, once its receipt vouches for its bytes (DESIGN 9)."""
-        data = read_golden(path)
+        data = read_rollout_bytes(path)
         check = verify(path, data)
         if check.status is not ReceiptStatus.OK and not self.settings.accept_edits:
             shown = dataclasses.replace(check, golden=self._display(path).rstrip(os.sep))

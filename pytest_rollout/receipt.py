@@ -39,9 +39,9 @@ from typing import Any, Final
 
 import orjson
 
-from .errors import RolloutError, RolloutFormatError
+from .errors import RolloutError
 from .files import Unreadable, atomic_write, read_regular
-from .loader import DEFAULT_LIMITS
+from .loader import read_rollout_bytes
 from .sanitize import excerpt, sanitize
 
 __all__ = [
@@ -55,7 +55,6 @@ __all__ = [
     "Verification",
     "count_events",
     "make_receipt",
-    "read_golden",
     "receipt_path",
     "short_digest",
     "verify",
@@ -436,7 +435,7 @@ def verify(golden: Path, data: bytes | None = None) -> Verification:
     reading the golden itself can raise (:class:`RolloutFormatError`, as the loader would).
     """
     if data is None:
-        data = read_golden(golden)
+        data = read_rollout_bytes(golden)
     actual_sha256 = hashlib.sha256(data).hexdigest()
     actual_events = count_events(data)
 
@@ -487,17 +486,3 @@ def _difference(receipt: Receipt, data: bytes, events: int) -> str:
     if events != receipt.events:
         change += f", {receipt.events} to {events} events"
     return change
-
-
-def read_golden(path: str | os.PathLike[str]) -> bytes:
-    """A rollout file's bytes, read the way the loader reads (regular files only, checked on
-    the opened handle, without blocking, up to its size limit plus one byte); so one read
-    can be both checked against a receipt and loaded with :func:`~pytest_rollout.loads`.
-
-    Raises :class:`RolloutFormatError` with the loader's wording.
-    """
-    name = os.fspath(path)
-    try:
-        return read_regular(name, DEFAULT_LIMITS.total_bytes, "rollout file")
-    except Unreadable as exc:
-        raise RolloutFormatError(name, None, exc.reason) from None

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import pytest_rollout.receipt as receipt_module
 from pytest_rollout import RolloutError, RolloutFormatError, loads
+from pytest_rollout.loader import read_rollout_bytes
 from pytest_rollout.receipt import (
     MAX_RECEIPT_BYTES,
     RECEIPT_SUFFIX,
@@ -31,7 +32,6 @@ from pytest_rollout.receipt import (
     Verification,
     count_events,
     make_receipt,
-    read_golden,
     receipt_path,
     verify,
     write_receipt,
@@ -563,9 +563,9 @@ def test_read_golden_refuses_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "run.jsonl"
     os.mkfifo(fifo)
     with pytest.raises(RolloutFormatError) as info:
-        read_golden(fifo)
+        read_rollout_bytes(fifo)
     assert info.value.reason == "is a FIFO, not a regular file"
-    assert read_golden(sealed(tmp_path)) == RUN
+    assert read_rollout_bytes(sealed(tmp_path)) == RUN
 
 
 def test_hostile_golden_name_in_messages(tmp_path: Path) -> None:
