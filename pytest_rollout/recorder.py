@@ -358,10 +358,9 @@ class Recorder:
             fd = self._open_partial()
             # Write from a view of the buffer, released before returning: a live view would
             # pin the buffer and make the next append fail.
-            with memoryview(self._buffer) as whole:
-                while self._written < end:
-                    with whole[self._written : end] as rest:
-                        self._written += os.write(fd, rest)
+            with memoryview(self._buffer) as whole, whole[self._written : end] as part:
+                _write_all(fd, part)
+            self._written = end
         except OSError:
             self._file_failed()
 
@@ -399,12 +398,7 @@ class Recorder:
             line = {"ts": first["ts"], "seq": first["seq"], "type": DROP_DETECTED, "data": marker}
             tail = orjson.dumps(line) + b"\n" + tail
         try:
-            fd = self._open_partial()
-            with memoryview(tail) as view:
-                done = 0
-                while done < len(view):
-                    with view[done:] as rest:
-                        done += os.write(fd, rest)
+            _write_all(self._open_partial(), tail)
         except OSError:
             self._file_failed()
 
@@ -496,3 +490,12 @@ class Recorder:
     def rollout(self, path: str = "<recorded>") -> Rollout:
         """The recorded events, validated by the loader as any rollout file would be."""
         return loads(self.getvalue(), path=self.path or path)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` (``os.write`` may write less than asked)."""
+    with memoryview(data) as view:
+        done = 0
+        while done < len(view):
+            with view[done:] as rest:
+                done += os.write(fd, rest)
