@@ -1,0 +1,170 @@
+"""Model prices: what a turn cost, in US dollars, from its model and token usage.
+
+:data:`PRICES` holds the list prices of OpenAI and Anthropic models per million input and
+output tokens, keyed by model-name prefix; :func:`price_for` picks the longest prefix that
+matches a model name (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``, not ``gpt-4o``), and
+:func:`cost_usd` prices a turn's usage. Cached-input discounts, batch discounts and long
+context surcharges are not modelled: a cost is the list price of the tokens reported.
+Users extend or override the table with ``MODEL=INPUT,OUTPUT`` lines (:func:`parse_price`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+__all__ = ["PRICES", "Price", "cost_usd", "parse_price", "price_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per million input tokens and per million output tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+# List prices (standard tier, text tokens) of the OpenAI and Anthropic pricing pages as of
+# late 2025: table taken 2025-12. A prefix covers every dated snapshot and alias that starts
+# with it; a variant priced apart from its prefix has its own entry (o3-mini, gpt-5-pro...).
+PRICES: Final[Mapping[str, Price]] = MappingProxyType(
+    {
+        # OpenAI
+        "gpt-4o": Price(2.50, 10.00),
+        "gpt-4o-2024-05-13": Price(5.00, 15.00),
+        "gpt-4o-mini": Price(0.15, 0.60),
+        "gpt-4.1": Price(2.00, 8.00),
+        "gpt-4.1-mini": Price(0.40, 1.60),
+        "gpt-4.1-nano": Price(0.10, 0.40),
+        "o1": Price(15.00, 60.00),
+        "o1-mini": Price(1.10, 4.40),
+        "o1-pro": Price(150.00, 600.00),
+        "o3": Price(2.00, 8.00),
+        "o3-mini": Price(1.10, 4.40),
+        "o3-pro": Price(20.00, 80.00),
+        "o3-deep-research": Price(10.00, 40.00),
+        "o4-mini": Price(1.10, 4.40),
+        "o4-mini-deep-research": Price(2.00, 8.00),
+        "gpt-5": Price(1.25, 10.00),
+        "gpt-5-mini": Price(0.25, 2.00),
+        "gpt-5-nano": Price(0.05, 0.40),
+        "gpt-5-pro": Price(15.00, 120.00),
+        "gpt-5.1": Price(1.25, 10.00),
+        "gpt-5.2": Price(1.75, 14.00),
+        "gpt-5.2-pro": Price(21.00, 168.00),
+        # Anthropic
+        "claude-opus-4-5": Price(5.00, 25.00),
+        "claude-opus-4": Price(15.00, 75.00),  # and claude-opus-4-1
+        "claude-sonnet-4": Price(3.00, 15.00),  # and claude-sonnet-4-5
+        "claude-3-7-sonnet": Price(3.00, 15.00),
+        "claude-3-5-sonnet": Price(3.00, 15.00),
+        "claude-haiku-4-5": Price(1.00, 5.00),
+        "claude-3-5-haiku": Price(0.80, 4.00),
+        "claude-3-opus": Price(15.00, 75.00),
+        "claude-3-haiku": Price(0.25, 1.25),
+    }
+)
+
+#: A leading ``provider/`` or ``provider:`` in a model name (``openai/gpt-4o``).
+_PROVIDER: Final = re.compile(r"[A-Za-z0-9_.-]+[/:]")
+_NUMBER: Final = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
+#: What may follow a prefix in a model name it covers: ``gpt-5`` covers ``gpt-5-mini-...``
+#: and ``gpt-5@...``, not ``gpt-5.2`` (another model) nor ``gpt-50``.
+_SEPARATORS: Final = frozenset("-_:@/")
+
+
+def _covers(prefix: str, name: str) -> bool:
+    if not name.startswith(prefix):
+        return False
+    return (
+        len(name) == len(prefix)
+        or prefix[-1:] in _SEPARATORS | {"."}
+        or (name[len(prefix)] in _SEPARATORS)
+    )
+
+
+def _longest_prefix(name: str, prices: Mapping[str, Price]) -> Price | None:
+    best: Price | None = None
+    length = -1
+    for prefix, price in prices.items():
+        # Later entries win a tie: a user's "GPT-4o" overrides the built-in "gpt-4o".
+        if len(prefix) >= length and _covers(prefix.lower(), name):
+            best, length = price, len(prefix)
+    return best
+
+
+def price_for(model: str | None, prices: Mapping[str, Price] = PRICES) -> Price | None:
+    """The price of ``model``: the entry of the longest prefix of its name (compared
+    case-insensitively), or ``None``. A prefix covers the names that continue it after a
+    separator (``-``, ``_``, ``:``, ``@``, ``/``): ``gpt-5`` prices ``gpt-5-2025-08-07`` but
+    not ``gpt-5.2``, unless the prefix itself ends with a separator or a dot (``gpt-5.``).
+    A name that matches nothing is tried again without its leading ``provider/`` or
+    ``provider:`` parts (``openai/gpt-4o``)."""
+    if not model:
+        return None
+    name = model.strip().lower()
+    while True:
+        found = _longest_prefix(name, prices)
+        if found is not None:
+            return found
+        provider = _PROVIDER.match(name)
+        if provider is None or provider.end() == len(name):
+            return None
+        name = name[provider.end() :]
+
+
+def cost_usd(
+    model: str | None, usage: Mapping[str, int] | None, prices: Mapping[str, Price] = PRICES
+) -> float | None:
+    """The USD cost of ``usage`` (``input_tokens``, ``output_tokens``) on ``model``, rounded
+    to 9 decimals; ``None`` when the model has no price or the usage reports no tokens."""
+    price = price_for(model, prices)
+    if price is None or not usage:
+        return None
+    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+    if tokens_in is None and tokens_out is None:
+        return None
+    counts = (tokens_in or 0, tokens_out or 0)
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts):
+        return None
+    total = counts[0] * price.input_per_mtok + counts[1] * price.output_per_mtok
+    return round(total / 1_000_000, 9)
+
+
+def parse_price(text: str) -> tuple[str, Price]:
+    """Read ``MODEL=INPUT,OUTPUT`` (USD per million tokens, e.g. ``gpt-4o=2.5,10``).
+
+    Raises ``ValueError`` naming what is wrong for anything else: no ``=``, an empty
+    model name, not exactly two prices, or a price that is not a plain non-negative
+    decimal number.
+    """
+    model, equals, rest = text.partition("=")
+    model = model.strip()
+    if not equals:
+        raise ValueError(f"invalid price {text!r}: write MODEL=INPUT,OUTPUT (USD per 1M tokens)")
+    if not model:
+        raise ValueError(f"invalid price {text!r}: the model name before '=' is empty")
+    parts = [p.strip() for p in rest.split(",")]
+    if len(parts) != 2:
+        raise ValueError(
+            f"invalid price {text!r}: give two prices after '=', input and output "
+            f"(USD per 1M tokens), e.g. {model}=2.5,10"
+        )
+    values: list[float] = []
+    for label, part in zip(("input", "output"), parts, strict=True):
+        if not _NUMBER.fullmatch(part):
+            raise ValueError(
+                f"invalid price {text!r}: the {label} price {part!r} is not a "
+                f"non-negative decimal number"
+            )
+        value = float(part)
+        if not math.isfinite(value):
+            raise ValueError(f"invalid price {text!r}: the {label} price {part!r} is too large")
+        values.append(value)
+    return model, Price(values[0], values[1])
