@@ -15,11 +15,13 @@ from .errors import RolloutError as RolloutError
 from .errors import RolloutFormatError as RolloutFormatError
 from .errors import RolloutWarning as RolloutWarning
 from .events import Event as Event
+from .exchange import UnrecordedRequestError as UnrecordedRequestError
 from .files import SecretInFileError as SecretInFileError
 from .loader import Limits as Limits
 from .loader import Rollout as Rollout
 from .loader import load as load
 from .loader import loads as loads
+from .pricing import Price as Price
 from .receipt import ReceiptError as ReceiptError
 from .recorder import Recorder as Recorder
 from .redact import RedactionError as RedactionError
@@ -32,11 +34,13 @@ from .score import RunSummary as RunSummary
 from .score import Score as Score
 from .score import score as score
 from .score import summarize as summarize
+from .sdk import MissingPackageError as MissingPackageError
 from .session import GoldenEditedError as GoldenEditedError
 from .session import GoldenMissingError as GoldenMissingError
 from .session import RolloutSession as RolloutSession
 from .turns import ToolCall as ToolCall
 from .turns import Turn as Turn
+from .wire import WireFormatError as WireFormatError
 
 if TYPE_CHECKING:
     from .snapshot import RolloutSnapshotExtension as RolloutSnapshotExtension
@@ -50,6 +54,8 @@ __all__ = [
     "GoldenEditedError",
     "GoldenMissingError",
     "Limits",
+    "MissingPackageError",
+    "Price",
     "ReceiptError",
     "RecordedProvider",
     "Recorder",
@@ -70,6 +76,8 @@ __all__ = [
     "StepStatus",
     "ToolCall",
     "Turn",
+    "UnrecordedRequestError",
+    "WireFormatError",
     "__version__",
     "canonicalize",
     "compare",

@@ -18,7 +18,13 @@ from .events import (
     TOOL_CALL_STARTED,
 )
 
-__all__ = ["Divergence", "DivergenceKind", "ReplayDivergenceError", "classify"]
+__all__ = [
+    "Divergence",
+    "DivergenceKind",
+    "ReplayDivergenceError",
+    "caused_by_divergence",
+    "classify",
+]
 
 
 class DivergenceKind(StrEnum):
@@ -128,3 +134,16 @@ def _detail(first: FirstDivergence) -> str:
     if first.changes:
         return f"first difference in {first.changes[0].path}"
     return "the events differ"
+
+
+def caused_by_divergence(exc: BaseException) -> bool:
+    """Whether ``exc`` is a replay divergence, or was raised because of one (an SDK that
+    wraps what its transport raised, an agent that re-raises)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ReplayDivergenceError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

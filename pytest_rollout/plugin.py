@@ -12,10 +12,11 @@ import os
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ from .capture import (
     resolve_root,
     usage,
 )
-from .divergence import ReplayDivergenceError
+from .divergence import caused_by_divergence
 from .errors import RolloutError
 from .failure import render_verdict
 from .golden import (
@@ -44,6 +45,7 @@ from .golden import (
     write_golden,
 )
 from .loader import Rollout, loads, read_rollout_bytes
+from .pricing import PRICES, Price, parse_price
 from .receipt import (
     ReceiptStatus,
     make_receipt,
@@ -170,6 +172,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini(
+        "rollout_prices",
+        "model prices for the cost of SDK turns, one MODEL=INPUT,OUTPUT (USD per million "
+        "tokens) per line, over the built-in table",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
         "rollout_allow_unconsumed",
         "do not fail tests whose run left recorded turns or tool results unused",
         type="bool",
@@ -203,6 +212,7 @@ class Settings:
     redact_rules: tuple[Rule, ...] = ()
     redact_keys: tuple[str, ...] = ()
     accept_edits: bool = False
+    prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -259,6 +269,13 @@ class Settings:
             for found in config.hook.pytest_rollout_redact_keys(config=config)
             for k in found or ()
         )
+        prices = dict(PRICES)
+        for line in config.getini("rollout_prices"):
+            try:
+                model, price = parse_price(str(line))
+            except ValueError as exc:
+                raise pytest.UsageError(f"rollout_prices: {exc}") from None
+            prices[model] = price
         allow = config.getoption("rollout_allow_unconsumed")
         ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
         try:
@@ -279,6 +296,7 @@ class Settings:
             redact_rules=tuple(_rule(line) for line in rules),
             redact_keys=tuple(keys),
             accept_edits=bool(config.getoption("rollout_accept_edits")),
+            prices=MappingProxyType(prices),
         )
 
 
@@ -477,6 +495,7 @@ class RolloutPlugin:
             error_types=self.error_types,
             missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),
             run_id=run_id,
+            prices=s.prices,
         )
         item.stash[SESSION_KEY] = session
         return session
@@ -601,7 +620,7 @@ class RolloutPlugin:
             return
         session.reported = True
         text = "\n".join(render_verdict(verdict, verbose=self.config.get_verbosity()))
-        if report.passed or (excinfo is not None and excinfo.errisinstance(ReplayDivergenceError)):
+        if report.passed or (excinfo is not None and caused_by_divergence(excinfo.value)):
             report.outcome = "failed"
             report.longrepr = text
         else:

@@ -234,6 +234,13 @@ class Replay:
         ``fresh`` are the request's messages that are new since the previous turn, used to
         say what differs when the request does not match.
         """
+        return Turn.from_event_data(self.next_turn(messages, tools, params, fresh))
+
+    def next_turn(
+        self, messages: Any, tools: Any, params: Mapping[str, Any], fresh: Sequence[Any]
+    ) -> Mapping[str, Any]:
+        """What :meth:`serve_turn` serves, as recorded: the ``llm.turn.completed`` payload
+        (with the raw response, when an SDK client recorded it)."""
         step = self._served + 1
         self.begin_turn(step)
         if self._served >= len(self.recording.turns):
@@ -257,7 +264,7 @@ class Replay:
             )
         recorded.consumed = True
         self._served += 1
-        return Turn.from_event_data(recorded.turn)
+        return recorded.turn
 
     def _request_difference(
         self, recorded: RecordedTurn, fresh: Sequence[Any], tools: Any, params: Mapping[str, Any]

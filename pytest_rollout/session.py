@@ -17,6 +17,7 @@ from enum import StrEnum
 from functools import wraps
 from typing import Any
 
+from . import sdk
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
 from .compare import Comparison
 from .divergence import Divergence, ReplayDivergenceError
@@ -27,6 +28,7 @@ from .fork import ForkResult
 from .fork import fork as fork_run
 from .golden import GoldenRef
 from .loader import Rollout
+from .pricing import PRICES, Price
 from .recorder import Recorder
 from .replay import (
     RecordedProvider,
@@ -38,6 +40,7 @@ from .replay import (
 )
 from .score import RunSummary, Score
 from .turns import Turn, coerce_turn
+from .wire import WireRequest
 
 __all__ = [
     "GoldenEditedError",
@@ -193,6 +196,7 @@ class RolloutSession:
         run_display: str | None = None,
         error_types: Iterable[str] = (),
         run_id: str | None = None,
+        prices: Mapping[str, Price] = PRICES,
     ) -> None:
         self.test_id = test_id
         self.mode = mode
@@ -205,6 +209,7 @@ class RolloutSession:
         self._missing_hint = missing_hint
         self._run_display = run_display
         self.error_types = tuple(error_types)
+        self.prices = prices
         self._replay: Replay | None = None
         self._run_id = run_id or uuid.uuid4().hex
         redactor = recorder.redactor
@@ -297,6 +302,94 @@ class RolloutSession:
         self._tools.extend(n for n in mapping if n not in self._tools)
         return wrapped
 
+    # -- SDK clients ----------------------------------------------------------------
+
+    def openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """An ``openai.OpenAI`` client built with ``client_kwargs``, its requests recorded
+        (and answered from the golden in dry replay). ``transport`` is the live transport
+        (default: the network)."""
+        return sdk.client(self, "openai", "OpenAI", transport, client_kwargs)
+
+    def async_openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """``openai.AsyncOpenAI``, as :meth:`openai`."""
+        return sdk.client(self, "openai", "AsyncOpenAI", transport, client_kwargs)
+
+    def anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """An ``anthropic.Anthropic`` client, as :meth:`openai`."""
+        return sdk.client(self, "anthropic", "Anthropic", transport, client_kwargs)
+
+    def async_anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """``anthropic.AsyncAnthropic``, as :meth:`openai`."""
+        return sdk.client(self, "anthropic", "AsyncAnthropic", transport, client_kwargs)
+
+    def http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """An HTTP client (``httpx2.Client``, else ``httpx.Client``) whose model requests
+        are recorded and replayed: for SDK clients and framework providers built by hand."""
+        return sdk.http_client(self, transport, client_kwargs, asynchronous=False)
+
+    def async_http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """The ``AsyncClient`` counterpart of :meth:`http_client`."""
+        return sdk.http_client(self, transport, client_kwargs, asynchronous=True)
+
+    @property
+    def serves_turns(self) -> bool:
+        """Whether model turns are answered from the golden (dry replay)."""
+        return self.mode is Mode.DRY
+
+    def _adopt_sdk_identity(self, provider: str, model: str | None) -> None:
+        if self._provider is None:
+            self._provider = provider
+            self._model = model
+
+    def sdk_turn_ready(self) -> None:
+        """Before a live model request in full replay: the calls the previous turn asked
+        for must have been made (the request itself is the next step's turn)."""
+        replay = self.replay
+        if replay is None or self.mode is not Mode.FULL:
+            return
+        try:
+            replay.begin_turn(self.recorder.step + 1)
+        except ReplayDivergenceError as exc:
+            self._divergence_event(exc)
+            raise
+
+    def replay_sdk_turn(
+        self,
+        provider: str,
+        request: WireRequest,
+        fresh: list[Any],
+        key: list[Any],
+        latency: Callable[[], float],
+    ) -> Mapping[str, Any]:
+        """Dry replay of an SDK request: the recorded turn it matches, recorded again here."""
+        self._adopt_sdk_identity(provider, request.model)
+        self._open_turn(fresh, key, request.tools, request.params)
+        replay = self.replay
+        assert replay is not None
+        try:
+            data = replay.next_turn(key, request.tools, request.params, fresh)
+        except ReplayDivergenceError as exc:
+            self._divergence_event(exc)
+            raise
+        self._record_turn(Turn.from_event_data(data), latency(), raw=data.get("raw"))
+        return data
+
+    def record_sdk_turn(
+        self,
+        provider: str,
+        request: WireRequest,
+        fresh: list[Any],
+        key: list[Any],
+        turn: Turn,
+        raw: Mapping[str, Any],
+        latency_ms: float,
+        ttft_ms: float | None,
+    ) -> None:
+        """A live SDK request and its response, as one turn."""
+        self._adopt_sdk_identity(provider, request.model)
+        self._open_turn(fresh, key, request.tools, request.params)
+        self._record_turn(turn, latency_ms, raw=dict(raw), ttft_ms=ttft_ms)
+
     @contextmanager
     def run(self, prompt: Any = None, **meta: Any) -> Iterator[RunHandle]:
         """Bracket the agent run: ``run.started`` on entry, ``run.completed`` or
@@ -371,9 +464,44 @@ class RolloutSession:
             },
         )
 
-    def _record_turn(self, turn: Turn, latency_ms: float) -> None:
+    def _open_turn(self, fresh: list[Any], key: list[Any], tools: Any, params: Any) -> None:
+        """``llm.turn.started``: the request's new messages and the hash of the whole request
+        (``key``), taken on redacted data so that it is the same on every machine whatever
+        secret the environment holds. The event itself is redacted (or, in mode "none",
+        dropped) by the recorder, like any other. In full replay, the calls the previous
+        turn asked for must have been made."""
+        self._ensure_started()
+        redact = self._redact
+        self.recorder.emit(
+            "llm.turn.started",
+            {
+                "messages": fresh,
+                "tools": tools,
+                "params": params,
+                "messages_hash": request_hash(redact(key), redact(tools), redact(params)),
+            },
+        )
+        replay = self.replay
+        if replay is not None and self.mode is Mode.FULL:
+            try:
+                replay.live_turn(self.recorder.step)
+            except ReplayDivergenceError as exc:
+                self._divergence_event(exc)
+                raise
+
+    def _record_turn(
+        self,
+        turn: Turn,
+        latency_ms: float,
+        raw: Any = None,
+        ttft_ms: float | None = None,
+    ) -> None:
         data = turn.to_event_data()
         data["latency_ms"] = latency_ms
+        if ttft_ms is not None:
+            data["ttft_ms"] = ttft_ms
+        if raw is not None:
+            data["raw"] = raw
         self.recorder.emit("llm.turn.completed", data)
         self._announced = [_Announced(c.id, c.name, _plain(c.arguments)) for c in turn.tool_calls]
         if turn.cost_usd is not None:
@@ -574,35 +702,10 @@ class ProviderProxy:
         return getattr(self._inner, name)
 
     def _before(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> None:
-        session = self._session
-        session._ensure_started()
         plain = _plain(list(messages))
-        plain_tools = _plain(tools)
-        plain_params = _plain(params)
         fresh = new_messages(self._previous, plain)
         self._previous = plain
-        # The hash is taken on redacted data, so that it is the same on every machine
-        # whatever secret the environment holds; the event itself is redacted (or, in mode
-        # "none", dropped) by the recorder, like any other.
-        redact = session._redact
-        session.recorder.emit(
-            "llm.turn.started",
-            {
-                "messages": fresh,
-                "tools": plain_tools,
-                "params": plain_params,
-                "messages_hash": request_hash(
-                    redact(plain), redact(plain_tools), redact(plain_params)
-                ),
-            },
-        )
-        replay = session.replay
-        if replay is not None and session.mode is Mode.FULL:
-            try:
-                replay.live_turn(session.recorder.step)
-            except ReplayDivergenceError as exc:
-                session._divergence_event(exc)
-                raise
+        self._session._open_turn(fresh, plain, _plain(tools), _plain(params))
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, ReplayDivergenceError):

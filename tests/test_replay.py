@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_rollout import RecordedProvider, Recorder, ReplayDivergenceError
-from pytest_rollout.divergence import DivergenceKind
+from pytest_rollout.divergence import Divergence, DivergenceKind
 from pytest_rollout.replay import (
     RecordedToolError,
     Replay,
@@ -108,3 +108,31 @@ def test_recorded_errors_are_rebuilt_as_builtins_or_a_named_error() -> None:
 )
 def test_new_messages(previous: list[str], current: list[str], fresh: list[str]) -> None:
     assert new_messages(previous, current) == fresh
+
+
+def _raise_wrapped(divergence: ReplayDivergenceError, *, explicit: bool) -> None:
+    try:
+        raise divergence
+    except ReplayDivergenceError as exc:
+        if explicit:
+            raise ConnectionError("Connection error.") from exc  # as an SDK wraps it
+        raise RuntimeError("agent gave up")  # noqa: B904 (an implicit context, on purpose)
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_a_divergence_is_found_behind_the_errors_that_wrap_it(explicit: bool) -> None:
+    from pytest_rollout.divergence import caused_by_divergence
+
+    divergence = ReplayDivergenceError(Divergence(DivergenceKind.PROMPT_MISMATCH, 1, "x"))
+    with pytest.raises((ConnectionError, RuntimeError)) as raised:
+        _raise_wrapped(divergence, explicit=explicit)
+    assert caused_by_divergence(raised.value)
+
+
+def test_other_errors_are_not_divergences() -> None:
+    from pytest_rollout.divergence import caused_by_divergence
+
+    loop = ValueError("a")
+    loop.__context__ = loop  # a cycle ends the walk
+    assert not caused_by_divergence(loop)
+    assert not caused_by_divergence(KeyError("b"))
