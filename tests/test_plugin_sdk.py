@@ -79,6 +79,30 @@ def test_agent(rollout, golden):
     assert rollout == golden
 """
 
+#: pydantic-ai's ``run_sync`` keeps an event loop open for the thread, by design; in a user's
+#: suite it lives as long as the process, but pytester runs many sessions in this process,
+#: and its garbage collection would surface as a warning in some later test.
+CLOSE_LEFTOVER_LOOP: Final = """
+import asyncio
+import warnings
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def close_leftover_event_loop():
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
+"""
+
 OPENAI_BASE: Final = "http://fake.test/v1"
 ANTHROPIC_BASE: Final = "http://fake.test"
 
@@ -117,6 +141,7 @@ def _project(pytester: pytest.Pytester, case: str) -> None:
         fake_models=(HERE / "fake_models.py").read_text(encoding="utf-8"),
         sdk_agents=(HERE / "sdk_agents.py").read_text(encoding="utf-8"),
         test_agent=SDK_CASES[case],
+        conftest=CLOSE_LEFTOVER_LOOP,
     )
 
 

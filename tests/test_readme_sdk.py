@@ -1,0 +1,84 @@
+"""The README's SDK tests, run as written: recorded against the fake service, then replayed
+with the service switched off.
+
+The README's tests build their clients with no ``transport=``, so they would reach the real
+service when recording; here a ``conftest.py`` puts the scripted fake where the network
+transport would be, which is all a test of the README's code needs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+import pydantic_ai.models.openai  # noqa: F401  (see test_plugin_sdk.py: imported once)
+import pytest
+from plugin_agent import IN_PROCESS
+from test_plugin_sdk import CLOSE_LEFTOVER_LOOP
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+HERE: Final = Path(__file__).parent
+
+_BLOCK: Final = re.compile(r"```python\n# (test_\w+\.py)\n(.*?)```", re.DOTALL)
+
+#: Which fake service each README test talks to.
+SERVICES: Final = {
+    "test_openai_agent": "openai.chat",
+    "test_responses_agent": "openai.responses",
+    "test_anthropic_agent": "anthropic.messages",
+    "test_pydantic_ai_agent": "openai.chat",
+}
+
+CONFTEST: Final = """
+import os
+
+import httpx2
+import pytest
+from fake_models import Call, FakeModel, Say, offline_transport
+
+SERVICES = {services!r}
+
+
+@pytest.fixture(autouse=True)
+def fake_service(request, monkeypatch):
+    if os.environ.get("MODEL_OFFLINE"):
+        transport = offline_transport()
+    else:
+        script = [Call("get_weather", {{"city": "Paris"}}), Say("Sunny in Paris, 21 degrees.")]
+        transport = FakeModel(SERVICES[request.module.__name__], script).transport()
+    monkeypatch.setattr(httpx2, "HTTPTransport", lambda **_: transport)
+    monkeypatch.setattr(httpx2, "AsyncHTTPTransport", lambda **_: transport)
+    if not os.environ.get("MODEL_OFFLINE"):
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+"""
+
+
+def readme_tests() -> dict[str, str]:
+    """The README's SDK test files, by file name."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return dict(_BLOCK.findall(readme))
+
+
+def test_the_readme_shows_one_test_per_sdk() -> None:
+    assert sorted(readme_tests()) == sorted(f"{name}.py" for name in SERVICES)
+
+
+def test_the_readme_sdk_tests_record_and_replay_offline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {name.removesuffix(".py"): source for name, source in readme_tests().items()}
+    pytester.makepyfile(
+        fake_models=(HERE / "fake_models.py").read_text(encoding="utf-8"),
+        conftest=CONFTEST.format(services=SERVICES) + CLOSE_LEFTOVER_LOOP,
+        **files,
+    )
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    args = (*IN_PROCESS, "-p", "no:cacheprovider")
+    pytester.runpytest_inprocess(*args, "--rollout-record").assert_outcomes(passed=4)
+    monkeypatch.setenv("MODEL_OFFLINE", "1")
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["4 golden(s) compared"])
