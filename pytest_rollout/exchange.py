@@ -24,9 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .divergence import ReplayDivergenceError
 from .errors import RolloutError
+from .events import DROP_DETECTED
 from .pricing import cost_usd
 from .replay import new_messages
+from .sse import render_frames
 from .turns import Turn
 from .wire import Api, WireFormatError, WireRequest, api_for, key_messages, raw_response
 from .wire import response_body as _response_body
@@ -46,11 +49,12 @@ class UnrecordedRequestError(RolloutError):
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A response served from the golden: status, content type and body bytes."""
+    """A response served from the golden: status, content type and the body, in the chunks
+    it is handed over in (one per event of a stream, as a service sends them)."""
 
     status: int
     content_type: str
-    body: bytes
+    chunks: tuple[bytes, ...]
 
 
 @dataclass(slots=True)
@@ -86,8 +90,15 @@ class LiveTurn:
         self.chunks.clear()
         if decode is not None and self.content_encoding:
             body = decode(body)
-        raw = raw_response(self.status, self.content_type, body)
-        self.exchange.record(self.api, self.request, raw, _ms_since(self.t0), self.ttft_ms)
+        try:
+            raw = raw_response(self.status, self.content_type, body)
+            self.exchange.record(self.api, self.request, raw, _ms_since(self.t0), self.ttft_ms)
+        except ReplayDivergenceError:
+            raise
+        except Exception:
+            # The SDK already has its bytes: a turn that cannot be recorded is a gap in the
+            # recording, never an error in the user's test.
+            self.exchange.session.emit(DROP_DETECTED, dropped=1)
 
 
 def _ms_since(t0: float) -> float:
@@ -159,7 +170,10 @@ class Exchange:
                 f"test with --rollout-record"
             )
         status, content_type, body = _response_body(raw)
-        return Answer(status, content_type, body)
+        frames = raw.get("frames")
+        if isinstance(frames, list) and frames:
+            return Answer(status, content_type, tuple(render_frames([f]) for f in frames))
+        return Answer(status, content_type, (body,))
 
     def begin_live(
         self,

@@ -30,15 +30,6 @@ def _decoder(module: ModuleType, status: int, encoding: str) -> Any:
     return decode
 
 
-def _served(module: ModuleType, answer: Answer, request: Any) -> Any:
-    return module.Response(
-        answer.status,
-        headers=[("content-type", answer.content_type)],
-        content=answer.body,
-        request=request,
-    )
-
-
 def _header(response: Any, name: str) -> str | None:
     value = response.headers.get(name)
     return None if value is None else str(value)
@@ -116,6 +107,27 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             request=request,
         )
 
+    class Served(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        """A recorded body, handed over chunk by chunk (a stream, event by event)."""
+
+        def __init__(self, chunks: tuple[bytes, ...]) -> None:
+            self._chunks = chunks
+
+        def __iter__(self) -> Any:
+            yield from self._chunks
+
+        async def __aiter__(self) -> Any:
+            for chunk in self._chunks:
+                yield chunk
+
+    def _served(answer: Answer, request: Any) -> Any:
+        return module.Response(
+            answer.status,
+            headers=[("content-type", answer.content_type)],
+            stream=Served(answer.chunks),
+            request=request,
+        )
+
     class RolloutTransport(module.BaseTransport):  # type: ignore[name-defined,misc]
         """Records the model requests it passes to ``live`` (or, in dry replay, answers
         them from the golden and never calls ``live``)."""
@@ -129,7 +141,7 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             body = request.read()
             call = exchange.model_request(request.method, request.url.path, body)
             if call is not None and exchange.replaying:
-                return _served(module, exchange.answer(*call, body), request)
+                return _served(exchange.answer(*call, body), request)
             if call is None:
                 return self.live.handle_request(request)
             exchange.session.sdk_turn_ready()
@@ -158,7 +170,7 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             body = await request.aread()
             call = exchange.model_request(request.method, request.url.path, body)
             if call is not None and exchange.replaying:
-                return _served(module, exchange.answer(*call, body), request)
+                return _served(exchange.answer(*call, body), request)
             if call is None:
                 return await self.live.handle_async_request(request)
             exchange.session.sdk_turn_ready()

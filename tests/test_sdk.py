@@ -460,3 +460,57 @@ def test_http_client_records_what_a_hand_built_sdk_client_sends() -> None:
     [turn] = [e for e in session.recorder.rollout().events if e.type == LLM_TURN_COMPLETED]
     assert turn.data["content"] == "hello"
     assert orjson.loads(orjson.dumps(turn.data["raw"]))["json"]["object"] == "chat.completion"
+
+
+def test_a_replayed_stream_is_handed_over_event_by_event() -> None:
+    request = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+    }
+    url = f"{OPENAI_BASE_URL}/chat/completions"
+    session = _session(Mode.RECORD)
+    fake = FakeModel(OPENAI_CHAT, (Say("Hello there, how are you?"),))
+    with session.run(), session.http_client(transport=fake.transport()) as http:
+        recorded = http.post(url, json=request).content
+    session.close()
+    golden = session.recorder.rollout()
+    [turn] = [e for e in golden.events if e.type == LLM_TURN_COMPLETED]
+    frames = turn.data["raw"]["frames"]
+    assert frames[-1] == {"data": "[DONE]"}
+    assert turn.data["content"] == "Hello there, how are you?"
+
+    replay = _session(Mode.DRY, golden)
+    with (
+        replay.run(),
+        replay.http_client(transport=offline_transport()) as http,
+        http.stream("POST", url, json=request) as response,
+    ):
+        chunks = list(response.iter_raw())
+    assert len(chunks) == len(frames)
+    assert all(chunk.startswith(b"data: ") and chunk.endswith(b"\n\n") for chunk in chunks)
+    assert [orjson.loads(c[6:]) for c in chunks[:-1]] == [
+        orjson.loads(line[6:]) for line in recorded.split(b"\n\n") if line.startswith(b"data: {")
+    ]
+
+
+def test_a_turn_that_cannot_be_recorded_leaves_a_gap_and_the_test_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pytest_rollout.exchange as exchange_module
+
+    def broken(*_: Any) -> dict[str, Any]:
+        raise MemoryError("no room for the recording")
+
+    monkeypatch.setattr(exchange_module, "raw_response", broken)
+    session = _session(Mode.RECORD)
+    fake = FakeModel(OPENAI_CHAT, (Say("hello"),))
+    client = session.openai(transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL)
+    with session.run():
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+        )
+    session.close()
+    assert reply.choices[0].message.content == "hello"
+    types = [e.type for e in session.recorder.rollout().events]
+    assert types == ["run.started", "recorder.drop_detected", "run.completed"]

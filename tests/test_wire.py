@@ -1239,3 +1239,9 @@ def test_anthropic_sdk_json_and_count_tokens_path() -> None:
     anthropic_client(server).messages.count_tokens(model="claude-haiku-4-5", messages=USER)
     (sent,) = server.requests
     assert api_for(sent.method, sent.url.path) is None
+
+
+@pytest.mark.parametrize("kind", [[], {}, 3, None])
+def test_a_stream_event_type_of_another_type_is_not_an_error(kind: object) -> None:
+    for api in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES):
+        assert api.turn({"frames": [{"data": {"type": kind, "response": {}}}]}) is not None
