@@ -20,7 +20,7 @@ This module never imports an HTTP library: it deals in methods, paths and bytes.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +71,8 @@ class LiveTurn:
     t0: float
     status: int
     content_type: str
-    content_encoding: str | None
+    #: Undoes the response's content encoding (gzip, br, ...), when it has one.
+    decode: Callable[[bytes], bytes] | None = None
     chunks: list[bytes] = field(default_factory=list)
     ttft_ms: float | None = None
     done: bool = False
@@ -81,15 +82,15 @@ class LiveTurn:
             self.ttft_ms = _ms_since(self.t0)
         self.chunks.append(chunk)
 
-    def finish(self, decode: Any = None) -> None:
-        """Record the turn (once). ``decode`` undoes a content encoding, when one is set."""
+    def finish(self) -> None:
+        """Record the turn (once)."""
         if self.done:
             return
         self.done = True
         body = b"".join(self.chunks)
         self.chunks.clear()
-        if decode is not None and self.content_encoding:
-            body = decode(body)
+        if self.decode is not None:
+            body = self.decode(body)
         try:
             raw = raw_response(self.status, self.content_type, body)
             self.exchange.record(self.api, self.request, raw, _ms_since(self.t0), self.ttft_ms)
@@ -182,12 +183,12 @@ class Exchange:
         t0: float,
         status: int,
         content_type: str,
-        content_encoding: str | None,
+        decode: Callable[[bytes], bytes] | None,
     ) -> LiveTurn | None:
         """A live response arrived: a turn to record when it is a success, else ``None``."""
         if not 200 <= status < 300:
             return None
-        return LiveTurn(self, api, request, t0, status, content_type, content_encoding)
+        return LiveTurn(self, api, request, t0, status, content_type, decode)
 
     def record(
         self,

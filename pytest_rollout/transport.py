@@ -39,73 +39,45 @@ def _header(response: Any, name: str) -> str | None:
 def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
     """The sync and async transport classes for an HTTP module (``httpx2`` or ``httpx``)."""
 
-    class Tee(module.SyncByteStream):  # type: ignore[name-defined,misc]
-        """A live response's body, passed on to the SDK as it reads and kept for the turn."""
+    class Tee(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        """A live response's body, passed on to the SDK as it reads and kept for the turn.
 
-        def __init__(self, inner: Any, turn: LiveTurn, decode: Any) -> None:
+        It is read in one pass, like the network: an SDK that stops reading at the end of a
+        stream and then drains it gets the rest, never the body again.
+        """
+
+        def __init__(self, inner: Any, turn: LiveTurn) -> None:
             self._inner = inner
             self._turn = turn
-            self._decode = decode
             self._chunks: Any = None
 
         def __iter__(self) -> Any:
-            # One pass over the body, like the network: an SDK that stops reading at the
-            # end of a stream and then drains it gets the rest, never the body again.
             if self._chunks is None:
                 self._chunks = iter(self._inner)
             for chunk in self._chunks:
                 self._turn.feed(chunk)
                 yield chunk
-            self._turn.finish(self._decode)
+            self._turn.finish()
 
         def close(self) -> None:
             try:
                 self._inner.close()
             finally:
-                self._turn.finish(self._decode)
-
-    class AsyncTee(module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        """The async counterpart of :class:`Tee`."""
-
-        def __init__(self, inner: Any, turn: LiveTurn, decode: Any) -> None:
-            self._inner = inner
-            self._turn = turn
-            self._decode = decode
-            self._chunks: Any = None
+                self._turn.finish()
 
         async def __aiter__(self) -> Any:
-            if self._chunks is None:  # one pass over the body, as in Tee
+            if self._chunks is None:
                 self._chunks = aiter(self._inner)
             async for chunk in self._chunks:
                 self._turn.feed(chunk)
                 yield chunk
-            self._turn.finish(self._decode)
+            self._turn.finish()
 
         async def aclose(self) -> None:
             try:
                 await self._inner.aclose()
             finally:
-                self._turn.finish(self._decode)
-
-    def _live_turn(exchange: Exchange, call: Any, t0: float, response: Any) -> LiveTurn | None:
-        api, request = call
-        return exchange.begin_live(
-            api,
-            request,
-            t0,
-            response.status_code,
-            _header(response, "content-type") or "",
-            _header(response, "content-encoding"),
-        )
-
-    def _rewrap(response: Any, stream: Any, request: Any) -> Any:
-        return module.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=stream,
-            extensions=response.extensions,
-            request=request,
-        )
+                self._turn.finish()
 
     class Served(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
         """A recorded body, handed over chunk by chunk (a stream, event by event)."""
@@ -120,11 +92,34 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             for chunk in self._chunks:
                 yield chunk
 
-    def _served(answer: Answer, request: Any) -> Any:
+    def served(answer: Answer, request: Any) -> Any:
         return module.Response(
             answer.status,
             headers=[("content-type", answer.content_type)],
             stream=Served(answer.chunks),
+            request=request,
+        )
+
+    def recorded(exchange: Exchange, call: Any, t0: float, response: Any, request: Any) -> Any:
+        """The live ``response``, its body tee'd into the turn when it is a success."""
+        api, wire_request = call
+        status = response.status_code
+        encoding = _header(response, "content-encoding")
+        turn = exchange.begin_live(
+            api,
+            wire_request,
+            t0,
+            status,
+            _header(response, "content-type") or "",
+            None if encoding is None else _decoder(module, status, encoding),
+        )
+        if turn is None:
+            return response
+        return module.Response(
+            status,
+            headers=response.headers,
+            stream=Tee(response.stream, turn),
+            extensions=response.extensions,
             request=request,
         )
 
@@ -140,19 +135,13 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             exchange = self.exchange
             body = request.read()
             call = exchange.model_request(request.method, request.url.path, body)
-            if call is not None and exchange.replaying:
-                return _served(exchange.answer(*call, body), request)
             if call is None:
                 return self.live.handle_request(request)
+            if exchange.replaying:
+                return served(exchange.answer(*call, body), request)
             exchange.session.sdk_turn_ready()
             t0 = time.perf_counter()
-            response = self.live.handle_request(request)
-            turn = _live_turn(exchange, call, t0, response)
-            if turn is None:
-                return response
-            encoding = turn.content_encoding
-            decode = _decoder(module, response.status_code, encoding) if encoding else None
-            return _rewrap(response, Tee(response.stream, turn, decode), request)
+            return recorded(exchange, call, t0, self.live.handle_request(request), request)
 
         def close(self) -> None:
             if self.live is not None:
@@ -169,19 +158,14 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             exchange = self.exchange
             body = await request.aread()
             call = exchange.model_request(request.method, request.url.path, body)
-            if call is not None and exchange.replaying:
-                return _served(exchange.answer(*call, body), request)
             if call is None:
                 return await self.live.handle_async_request(request)
+            if exchange.replaying:
+                return served(exchange.answer(*call, body), request)
             exchange.session.sdk_turn_ready()
             t0 = time.perf_counter()
             response = await self.live.handle_async_request(request)
-            turn = _live_turn(exchange, call, t0, response)
-            if turn is None:
-                return response
-            encoding = turn.content_encoding
-            decode = _decoder(module, response.status_code, encoding) if encoding else None
-            return _rewrap(response, AsyncTee(response.stream, turn, decode), request)
+            return recorded(exchange, call, t0, response, request)
 
         async def aclose(self) -> None:
             if self.live is not None:

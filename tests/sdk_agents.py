@@ -88,44 +88,21 @@ def _chat_step(message: Any, messages: list[Any], tools: Tools) -> str | None:
     return None
 
 
-def chat_agent(client: Any, prompt: str, tools: Tools, *, stream: bool = False) -> str:
-    messages: list[Any] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": prompt},
-    ]
-    for _ in range(MAX_TURNS):
-        request = _chat_request(messages)
-        if stream:
-            with client.chat.completions.stream(
-                **request, stream_options={"include_usage": True}
-            ) as events:
-                completion = events.get_final_completion()
-        else:
-            completion = client.chat.completions.create(**request)
-        answer = _chat_step(completion.choices[0].message, messages, tools)
-        if answer is not None:
-            return answer
-    raise RuntimeError("too many turns")
+def _chat_call(client: Any, messages: list[Any], stream: bool) -> Any:
+    if not stream:
+        return client.chat.completions.create(**_chat_request(messages)).choices[0].message
+    options = {"stream_options": {"include_usage": True}}
+    with client.chat.completions.stream(**_chat_request(messages), **options) as events:
+        return events.get_final_completion().choices[0].message
 
 
-async def async_chat_agent(client: Any, prompt: str, tools: Tools, *, stream: bool = False) -> str:
-    messages: list[Any] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": prompt},
-    ]
-    for _ in range(MAX_TURNS):
-        request = _chat_request(messages)
-        if stream:
-            async with client.chat.completions.stream(
-                **request, stream_options={"include_usage": True}
-            ) as events:
-                completion = await events.get_final_completion()
-        else:
-            completion = await client.chat.completions.create(**request)
-        answer = _chat_step(completion.choices[0].message, messages, tools)
-        if answer is not None:
-            return answer
-    raise RuntimeError("too many turns")
+async def _async_chat_call(client: Any, messages: list[Any], stream: bool) -> Any:
+    if not stream:
+        completion = await client.chat.completions.create(**_chat_request(messages))
+        return completion.choices[0].message
+    options = {"stream_options": {"include_usage": True}}
+    async with client.chat.completions.stream(**_chat_request(messages), **options) as events:
+        return (await events.get_final_completion()).choices[0].message
 
 
 # -- OpenAI Responses -----------------------------------------------------------------------
@@ -160,34 +137,18 @@ def _responses_step(response: Any, items: list[Any], tools: Tools) -> str | None
     return None
 
 
-def responses_agent(client: Any, prompt: str, tools: Tools, *, stream: bool = False) -> str:
-    items: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(MAX_TURNS):
-        if stream:
-            with client.responses.stream(**_responses_request(items)) as events:
-                response = events.get_final_response()
-        else:
-            response = client.responses.create(**_responses_request(items))
-        answer = _responses_step(response, items, tools)
-        if answer is not None:
-            return answer
-    raise RuntimeError("too many turns")
+def _responses_call(client: Any, items: list[Any], stream: bool) -> Any:
+    if not stream:
+        return client.responses.create(**_responses_request(items))
+    with client.responses.stream(**_responses_request(items)) as events:
+        return events.get_final_response()
 
 
-async def async_responses_agent(
-    client: Any, prompt: str, tools: Tools, *, stream: bool = False
-) -> str:
-    items: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(MAX_TURNS):
-        if stream:
-            async with client.responses.stream(**_responses_request(items)) as events:
-                response = await events.get_final_response()
-        else:
-            response = await client.responses.create(**_responses_request(items))
-        answer = _responses_step(response, items, tools)
-        if answer is not None:
-            return answer
-    raise RuntimeError("too many turns")
+async def _async_responses_call(client: Any, items: list[Any], stream: bool) -> Any:
+    if not stream:
+        return await client.responses.create(**_responses_request(items))
+    async with client.responses.stream(**_responses_request(items)) as events:
+        return await events.get_final_response()
 
 
 # -- Anthropic Messages ---------------------------------------------------------------------
@@ -230,39 +191,75 @@ def _messages_step(message: Any, messages: list[Any], tools: Tools) -> str | Non
     return None
 
 
-def messages_agent(client: Any, prompt: str, tools: Tools, *, stream: bool = False) -> str:
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(MAX_TURNS):
-        if stream:
-            with client.messages.stream(**_messages_request(messages)) as events:
-                message = events.get_final_message()
-        else:
-            message = client.messages.create(**_messages_request(messages))
-        answer = _messages_step(message, messages, tools)
-        if answer is not None:
-            return answer
-    raise RuntimeError("too many turns")
+def _messages_call(client: Any, messages: list[Any], stream: bool) -> Any:
+    if not stream:
+        return client.messages.create(**_messages_request(messages))
+    with client.messages.stream(**_messages_request(messages)) as events:
+        return events.get_final_message()
 
 
-async def async_messages_agent(
-    client: Any, prompt: str, tools: Tools, *, stream: bool = False
-) -> str:
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(MAX_TURNS):
-        if stream:
-            async with client.messages.stream(**_messages_request(messages)) as events:
-                message = await events.get_final_message()
-        else:
-            message = await client.messages.create(**_messages_request(messages))
-        answer = _messages_step(message, messages, tools)
-        if answer is not None:
-            return answer
-    raise RuntimeError("too many turns")
+async def _async_messages_call(client: Any, messages: list[Any], stream: bool) -> Any:
+    if not stream:
+        return await client.messages.create(**_messages_request(messages))
+    async with client.messages.stream(**_messages_request(messages)) as events:
+        return await events.get_final_message()
+
+
+# -- the loop -------------------------------------------------------------------------------
+
+Call = Callable[[Any, list[Any], bool], Any]
+Step = Callable[[Any, list[Any], Tools], "str | None"]
+
+
+def _opening(api: str, prompt: str) -> list[Any]:
+    if api == "openai.chat":
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+    return [{"role": "user", "content": prompt}]
+
+
+def _agent(api: str, call: Call, step: Step) -> Callable[..., str]:
+    """A sync agent: ask the model, run the tools it asked for, until it answers in text."""
+
+    def agent(client: Any, prompt: str, tools: Tools, *, stream: bool = False) -> str:
+        conversation = _opening(api, prompt)
+        for _ in range(MAX_TURNS):
+            answer = step(call(client, conversation, stream), conversation, tools)
+            if answer is not None:
+                return answer
+        raise RuntimeError("too many turns")
+
+    return agent
+
+
+def _async_agent(api: str, call: Callable[..., Any], step: Step) -> Callable[..., Any]:
+    """The async counterpart of :func:`_agent`."""
+
+    async def agent(client: Any, prompt: str, tools: Tools, *, stream: bool = False) -> str:
+        conversation = _opening(api, prompt)
+        for _ in range(MAX_TURNS):
+            answer = step(await call(client, conversation, stream), conversation, tools)
+            if answer is not None:
+                return answer
+        raise RuntimeError("too many turns")
+
+    return agent
 
 
 #: For each API: the rollout client factory's name, the sync agent and the async agent.
 AGENTS: dict[str, tuple[str, Callable[..., str], Callable[..., Any]]] = {
-    "openai.chat": ("openai", chat_agent, async_chat_agent),
-    "openai.responses": ("openai", responses_agent, async_responses_agent),
-    "anthropic.messages": ("anthropic", messages_agent, async_messages_agent),
+    "openai.chat": (
+        "openai",
+        _agent("openai.chat", _chat_call, _chat_step),
+        _async_agent("openai.chat", _async_chat_call, _chat_step),
+    ),
+    "openai.responses": (
+        "openai",
+        _agent("openai.responses", _responses_call, _responses_step),
+        _async_agent("openai.responses", _async_responses_call, _responses_step),
+    ),
+    "anthropic.messages": (
+        "anthropic",
+        _agent("anthropic.messages", _messages_call, _messages_step),
+        _async_agent("anthropic.messages", _async_messages_call, _messages_step),
+    ),
 }

@@ -28,7 +28,7 @@ from fake_models import (
     Say,
     offline_transport,
 )
-from sdk_agents import AGENTS, CHAT_TOOLS, get_weather
+from sdk_agents import AGENTS, CHAT_TOOLS, SYSTEM, get_weather
 
 from pytest_rollout import ReplayDivergenceError, RolloutError
 from pytest_rollout.divergence import DivergenceKind
@@ -198,19 +198,25 @@ def test_an_sdk_retry_of_a_diverged_request_is_not_a_second_divergence() -> None
     assert [d.kind for d in replay.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
 
 
+def _hi(client: Any) -> Any:
+    """One chat request, "hi"."""
+    return client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+    )
+
+
+def _first_chat_turn(client: Any, model: str) -> Any:
+    """The chat agent's first request, with ``model`` in place of its own."""
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
+    return client.chat.completions.create(model=model, messages=messages, tools=CHAT_TOOLS)
+
+
 def test_a_changed_parameter_names_the_parameter() -> None:
     golden = _record(OPENAI_CHAT)
     replay = _session(Mode.DRY, golden)
     client = _client(replay, OPENAI_CHAT, offline_transport(), asynchronous=False)
     with replay.run(), pytest.raises(ReplayDivergenceError) as raised:
-        client.chat.completions.create(
-            model="gpt-4o",
-            messages=[
-                {"role": "system", "content": "You are a weather assistant. Use the tools."},
-                {"role": "user", "content": PROMPT},
-            ],
-            tools=CHAT_TOOLS,
-        )
+        _first_chat_turn(client, model="gpt-4o")
     assert raised.value.divergence.detail == (
         "the request differs from the recorded one at params.model: "
         'recorded "gpt-4o-mini", got "gpt-4o"'
@@ -235,14 +241,7 @@ def test_a_run_that_stops_early_leaves_unconsumed_turns() -> None:
     replay = _session(Mode.DRY, golden)
     client = _client(replay, OPENAI_CHAT, offline_transport(), asynchronous=False)
     with replay.run(prompt=PROMPT):
-        client.chat.completions.create(
-            model="gpt-4o-mini",
-            messages=[
-                {"role": "system", "content": "You are a weather assistant. Use the tools."},
-                {"role": "user", "content": PROMPT},
-            ],
-            tools=CHAT_TOOLS,
-        )
+        _first_chat_turn(client, model="gpt-4o-mini")
     kinds = [d.kind for d in replay.divergences()]
     assert DivergenceKind.UNCONSUMED in kinds
 
@@ -287,9 +286,7 @@ def test_a_failed_attempt_is_not_a_turn() -> None:
     )
     client._sleep_for_retry = lambda **_: None
     with session.run():
-        reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        reply = _hi(client)
     session.close()
     assert reply.choices[0].message.content == "hello"
     types = [e.type for e in session.recorder.rollout().events]
@@ -332,9 +329,7 @@ def test_a_compressed_live_response_is_recorded_decoded() -> None:
         transport=httpx2.MockTransport(gzipped), api_key="sk-test", base_url=OPENAI_BASE_URL
     )
     with session.run():
-        reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        reply = _hi(client)
     session.close()
     assert reply.choices[0].message.content == "hello"
     [turn] = [e for e in session.recorder.rollout().events if e.type == LLM_TURN_COMPLETED]
@@ -388,9 +383,7 @@ def test_a_golden_recorded_through_a_provider_cannot_feed_an_sdk() -> None:
     replay = _session(Mode.DRY, session.recorder.rollout())
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
     with replay.run(), pytest.raises(RolloutError, match="no recorded response"):
-        client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        _hi(client)
 
 
 def test_replay_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -453,9 +446,7 @@ def test_http_client_records_what_a_hand_built_sdk_client_sends() -> None:
         http_client=session.http_client(transport=fake.transport()),
     )
     with session.run():
-        client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        _hi(client)
     session.close()
     [turn] = [e for e in session.recorder.rollout().events if e.type == LLM_TURN_COMPLETED]
     assert turn.data["content"] == "hello"
@@ -507,9 +498,7 @@ def test_a_turn_that_cannot_be_recorded_leaves_a_gap_and_the_test_goes_on(
     fake = FakeModel(OPENAI_CHAT, (Say("hello"),))
     client = session.openai(transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL)
     with session.run():
-        reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        reply = _hi(client)
     session.close()
     assert reply.choices[0].message.content == "hello"
     types = [e.type for e in session.recorder.rollout().events]
