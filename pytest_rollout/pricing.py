@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import Final, TypeVar
 
-__all__ = ["PRICES", "Price", "cost_usd", "parse_price", "price_for"]
+__all__ = ["PRICES", "Price", "cost_usd", "model_entry", "parse_price", "price_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +89,33 @@ def _covers(prefix: str, name: str) -> bool:
     )
 
 
-def _longest_prefix(name: str, prices: Mapping[str, Price]) -> Price | None:
-    best: Price | None = None
+_T = TypeVar("_T")
+
+
+def _longest_prefix(name: str, table: Mapping[str, _T]) -> _T | None:
+    best: _T | None = None
     length = -1
-    for prefix, price in prices.items():
+    for prefix, entry in table.items():
         # Later entries win a tie: a user's "GPT-4o" overrides the built-in "gpt-4o".
         if len(prefix) >= length and _covers(prefix.lower(), name):
-            best, length = price, len(prefix)
+            best, length = entry, len(prefix)
     return best
+
+
+def model_entry(model: str | None, table: Mapping[str, _T]) -> _T | None:
+    """The entry of ``table`` (keyed by model-name prefix) for ``model``, or ``None``: the
+    entry of the longest prefix of its name, matched as :func:`price_for` describes."""
+    if not model:
+        return None
+    name = model.strip().lower()
+    while True:
+        found = _longest_prefix(name, table)
+        if found is not None:
+            return found
+        provider = _PROVIDER.match(name)
+        if provider is None or provider.end() == len(name):
+            return None
+        name = name[provider.end() :]
 
 
 def price_for(model: str | None, prices: Mapping[str, Price] = PRICES) -> Price | None:
@@ -106,17 +125,7 @@ def price_for(model: str | None, prices: Mapping[str, Price] = PRICES) -> Price 
     not ``gpt-5.2``, unless the prefix itself ends with a separator or a dot (``gpt-5.``).
     A name that matches nothing is tried again without its leading ``provider/`` or
     ``provider:`` parts (``openai/gpt-4o``)."""
-    if not model:
-        return None
-    name = model.strip().lower()
-    while True:
-        found = _longest_prefix(name, prices)
-        if found is not None:
-            return found
-        provider = _PROVIDER.match(name)
-        if provider is None or provider.end() == len(name):
-            return None
-        name = name[provider.end() :]
+    return model_entry(model, prices)
 
 
 def cost_usd(
