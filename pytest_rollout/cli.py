@@ -3,7 +3,8 @@
 Exit status: 0 when the answer is "no difference", 1 when differences were found, 2 when an
 input could not be loaded or the arguments are wrong (a refusal is one line, never a
 traceback). For ``check``, a golden that does not match its receipt (or whose receipt is
-corrupt) is a difference; a file without a receipt is not.
+corrupt) is a difference; a file without a receipt is not. For ``audit verify``, a broken hash
+chain, or one that does not end at the head hash given, is a difference.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from . import __version__
+from .audit import AuditCheck, AuditError, verify_audit
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
 from .drift import drift_report
 from .errors import RolloutError
@@ -47,6 +49,8 @@ EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
 
 _RULES_DIGEST = re.compile(r"[0-9a-f]{64}")
+_HEAD = re.compile(r"(?:sha256:)?([0-9a-f]{16,64})")
+_HEAD_SHOWN = 16
 
 
 class _Parser(argparse.ArgumentParser):
@@ -162,6 +166,32 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--step", metavar="N|A-B", help="only this step, or this range of steps")
     show.add_argument(
         "--grep", metavar="TEXT", help="only events whose JSON contains TEXT (any case)"
+    )
+    audit = commands.add_parser(
+        "audit",
+        help="verify an audit trail's hash chain",
+        description="Work with the audit trail (<rollout_dir>/<YYYY-MM-DD>/audit.jsonl).",
+    )
+    audit_commands = audit.add_subparsers(
+        dest="audit_command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+    audit_verify = audit_commands.add_parser(
+        "verify",
+        help="check that no entry was edited, deleted, inserted or moved",
+        description="Walk the hash chain of an audit file and report the first entry that "
+        "breaks it, or print its head (the last entry's hash). Exit 0 when the chain is "
+        "intact, 1 when it breaks (or does not end at --head), 2 when the file cannot be "
+        "read. This is tamper detection, not prevention: anyone who can write the file can "
+        "rewrite the whole chain so that it verifies again, and deleting entries from the "
+        "end leaves a shorter chain that still verifies. Both are detected only against a "
+        "head hash you kept somewhere the writer cannot change: pass it as --head.",
+    )
+    audit_verify.add_argument("file", metavar="FILE", help="the audit file (audit.jsonl)")
+    audit_verify.add_argument(
+        "--head",
+        metavar="HASH",
+        help="the head hash you kept: the chain must end at it (64 hex digits, or "
+        "sha256:<first 16 or more>, as printed)",
     )
     return parser
 
@@ -319,6 +349,65 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
 
 
+def _audit(args: argparse.Namespace, out: TextIO) -> int:
+    expected: str | None = None
+    if args.head is not None:
+        match = _HEAD.fullmatch(args.head.strip().lower())
+        if match is None:
+            raise _Usage(
+                "--head must be the head hash: 64 hex digits, or sha256: and at least its "
+                "first 16 as printed"
+            )
+        expected = match.group(1)
+    try:
+        check = verify_audit(args.file)
+    except AuditError as exc:
+        print(f"rollout audit: {sanitize(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    out.write("\n".join(_audit_lines(sanitize(args.file), check, expected)) + "\n")
+    if not check.ok:
+        return EXIT_DIFFERENT
+    if expected is not None and not (check.head or "").startswith(expected):
+        return EXIT_DIFFERENT
+    return EXIT_SAME
+
+
+def _audit_lines(name: str, check: AuditCheck, expected: str | None) -> list[str]:
+    n = check.entries
+    if not check.ok:
+        before = (
+            "no entry comes before it"
+            if n == 0
+            else f"the {n} entr{'y' if n == 1 else 'ies'} before it {'is' if n == 1 else 'are'}"
+            " intact"
+        )
+        return [
+            f"{name}:{check.broken_line}: the audit chain breaks at entry {check.broken_line}: "
+            f"{sanitize(check.reason or '')}",
+            f"{name}: {before}",
+        ]
+    wanted = None if expected is None else f"sha256:{expected[:_HEAD_SHOWN]}"
+    if check.head is None:
+        lines = [f"{name}: 0 entries, nothing to verify"]
+        if wanted is not None:
+            lines.append(
+                f"{name}: the file has no entries, not the expected head {wanted} "
+                "(entries were removed from the end)"
+            )
+        return lines
+    head = f"sha256:{check.head[:_HEAD_SHOWN]}"
+    line = f"{name}: {n} entr{'y' if n == 1 else 'ies'}, chain intact, head {head}"
+    if expected is None:
+        return [line]
+    if check.head.startswith(expected):
+        return [f"{line}, as expected"]
+    return [
+        line,
+        f"{name}: the file ends at another entry than the expected head {wanted} "
+        "(entries were removed from the end, or added after it)",
+    ]
+
+
 class _Usage(Exception):
     pass
 
@@ -338,6 +427,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _show(args, out)
         if args.command == "seal":
             return _seal(args, out)
+        if args.command == "audit":
+            return _audit(args, out)
     except RolloutError as exc:
         print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR

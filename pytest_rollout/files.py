@@ -25,6 +25,7 @@ __all__ = [
     "atomic_write",
     "contained",
     "read_regular",
+    "sync_directory",
 ]
 
 
@@ -93,11 +94,12 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _sync_directory(target.parent)
+    sync_directory(target.parent)
 
 
-def _sync_directory(directory: Path) -> None:
-    """Make the rename itself durable (best effort: not every file system allows it)."""
+def sync_directory(directory: str | os.PathLike[str]) -> None:
+    """Make a rename or a new name in ``directory`` durable (best effort: not every file
+    system allows it)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
