@@ -5,6 +5,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .analyzers import AnalyzerOptions as AnalyzerOptions
+from .analyzers import Antipattern as Antipattern
+from .assertions import ToolCallRecord as ToolCallRecord
+from .audit import AuditError as AuditError
 from .canonical import CanonicalOptions as CanonicalOptions
 from .canonical import canonicalize as canonicalize
 from .compare import Comparison as Comparison
@@ -48,6 +52,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnalyzerOptions",
+    "Antipattern",
+    "AuditError",
     "CanonicalOptions",
     "Comparison",
     "Event",
@@ -75,6 +82,7 @@ __all__ = [
     "SecretInFileError",
     "StepStatus",
     "ToolCall",
+    "ToolCallRecord",
     "Turn",
     "UnrecordedRequestError",
     "WireFormatError",

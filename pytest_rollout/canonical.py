@@ -57,6 +57,11 @@ DEFAULT_DROP_KEYS: Final = frozenset(
         "cumulative_cost_usd",
         "cost_totals",
         "usage",
+        # the analyzers' readings of cost and tokens (cost.anomaly, context.window.*)
+        "step_cost_usd",
+        "rolling_average_usd",
+        "tokens_used",
+        "fraction",
     }
 )
 

@@ -24,6 +24,7 @@ TOOL_CALL_STARTED: Final = "tool.call.started"
 TOOL_CALL_COMPLETED: Final = "tool.call.completed"
 USAGE_DELTA: Final = "usage.delta"
 DROP_DETECTED: Final = "recorder.drop_detected"
+AUDIT_ACTION: Final = "audit.action"
 
 TERMINAL_TYPES: Final = frozenset({RUN_COMPLETED, RUN_FAILED})
 

@@ -22,6 +22,14 @@ from typing import Any
 import pytest
 
 from . import hooks
+from .analyzers import (
+    ANALYZERS,
+    CONTEXT_WINDOWS,
+    HMAC_KEY_VARIABLE,
+    AnalyzerOptions,
+    parse_analyzers,
+)
+from .audit import AuditTrailSink
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
 from .capture import (
     Budget,
@@ -65,11 +73,11 @@ CALL_REPORT_KEY = pytest.StashKey[pytest.TestReport]()
 
 MARKER_DOC = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
-    "replay=True, redact=None): per-test settings of pytest-rollout: the golden's file name, "
-    "fields to leave out of the comparison, the replay mode (dry or full), whether unconsumed "
-    "recorded turns or tool results are allowed, replay=False for tests whose providers and "
-    "tools are deterministic fakes (run live, no golden), and the redaction mode "
-    "(redacted, hashed, full or none)"
+    "replay=True, redact=None, analyzers=()): per-test settings of pytest-rollout: the "
+    "golden's file name, fields to leave out of the comparison, the replay mode (dry or full), "
+    "whether unconsumed recorded turns or tool results are allowed, replay=False for tests "
+    "whose providers and tools are deterministic fakes (run live, no golden), the redaction "
+    "mode (redacted, hashed, full or none) and analyzers to turn on"
 )
 REDACTION_MODES = tuple(m.value for m in RedactionMode)
 
@@ -123,6 +131,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="accept goldens changed since they were recorded (their receipts no longer "
         "match): compare against them and seal them anew",
+    )
+    group.addoption(
+        "--rollout-audit",
+        action="store_true",
+        default=None,
+        help="append every run, and every call of a state-modifying tool, to the day's "
+        "hash-chained audit trail in the capture directory",
     )
     group.addoption(
         "--rollout-allow-unconsumed",
@@ -179,6 +194,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini(
+        "rollout_analyzers",
+        "analyzers to run over every test's events (" + ", ".join(ANALYZERS) + ", or all)",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "rollout_cost_anomaly_multiplier",
+        "cost.anomaly when a step costs more than this times the earlier steps' mean (default 2.0)",
+        default="",
+    )
+    parser.addini(
+        "rollout_context_window_threshold",
+        "context.window.warning past this fraction of the model's context window (default 0.8)",
+        default="",
+    )
+    parser.addini(
+        "rollout_context_windows",
+        "context window sizes in tokens, one MODEL=TOKENS per line, over the built-in table",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "rollout_error_chain_calls",
+        "how many of the last tool calls error.context lists (default 5)",
+        default="",
+    )
+    parser.addini(
+        "rollout_audit",
+        "append runs and state-modifying tool calls to the day's audit trail",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
+        "rollout_audit_tools",
+        "more tool names whose calls are audit actions, one per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "rollout_audit_keywords",
+        "more name tokens (delete, approve, ...) that make a tool's calls audit actions",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
         "rollout_allow_unconsumed",
         "do not fail tests whose run left recorded turns or tool results unused",
         type="bool",
@@ -213,6 +273,10 @@ class Settings:
     redact_keys: tuple[str, ...] = ()
     accept_edits: bool = False
     prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
+    analyzers: AnalyzerOptions = field(default_factory=AnalyzerOptions)
+    audit: bool = False
+    audit_tools: tuple[str, ...] = ()
+    audit_keywords: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -276,6 +340,13 @@ class Settings:
             except ValueError as exc:
                 raise pytest.UsageError(f"rollout_prices: {exc}") from None
             prices[model] = price
+        analyzers = _analyzer_options(config)
+        audit = config.getoption("rollout_audit") or bool(config.getini("rollout_audit"))
+        if audit and capture_root is None:
+            raise pytest.UsageError(
+                "the audit trail is kept in the capture directory: set ROLLOUT_DIR, "
+                "--rollout-dir or the ini key rollout_dir to use --rollout-audit or rollout_audit"
+            )
         allow = config.getoption("rollout_allow_unconsumed")
         ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
         try:
@@ -297,7 +368,44 @@ class Settings:
             redact_keys=tuple(keys),
             accept_edits=bool(config.getoption("rollout_accept_edits")),
             prices=MappingProxyType(prices),
+            analyzers=analyzers,
+            audit=audit,
+            audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
+            audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),
         )
+
+
+def _analyzer_options(config: pytest.Config) -> AnalyzerOptions:
+    """The analyzers the ini keys turn on, and their settings."""
+    options: dict[str, Any] = {}
+    try:
+        options["enabled"] = parse_analyzers(str(n) for n in config.getini("rollout_analyzers"))
+        for key, name, kind in (
+            ("rollout_cost_anomaly_multiplier", "cost_multiplier", float),
+            ("rollout_context_window_threshold", "context_threshold", float),
+            ("rollout_error_chain_calls", "error_chain_calls", int),
+        ):
+            text = str(config.getini(key)).strip()
+            if text:
+                try:
+                    options[name] = kind(text)
+                except ValueError:
+                    raise ValueError(f"{key} must be a number, got {text!r}") from None
+        windows = dict(CONTEXT_WINDOWS)
+        for line in config.getini("rollout_context_windows"):
+            model, sep, tokens = str(line).partition("=")
+            if not sep or not model.strip() or not tokens.strip().isdigit():
+                raise ValueError(
+                    f"rollout_context_windows: write each line as MODEL=TOKENS, got {line!r}"
+                )
+            windows[model.strip()] = int(tokens)
+        options["context_windows"] = MappingProxyType(windows)
+        secret = os.environ.get(HMAC_KEY_VARIABLE)
+        if secret:
+            options["hmac_key"] = secret.encode()
+        return AnalyzerOptions(**options)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _rule(line: str) -> Rule:
@@ -365,6 +473,14 @@ class RolloutPlugin:
         except RolloutError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.budget: Budget | None = None
+        self.audit: AuditTrailSink | None = None
+        if settings.audit and settings.capture_root is not None:
+            self.audit = AuditTrailSink(
+                settings.capture_root,
+                tools=settings.audit_tools,
+                keywords=settings.audit_keywords,
+                on_error=self.tally.problems.append,
+            )
 
     def redactor_for(self, mode: RedactionMode) -> Redactor:
         found = self._redactors.get(mode)
@@ -467,6 +583,14 @@ class RolloutPlugin:
                 f"{', '.join(REDACTION_MODES)}, got {redaction!r}"
             )
         redactor = self.redactor_for(RedactionMode(redaction))
+        analyzers = s.analyzers
+        if kwargs.get("analyzers"):
+            names = kwargs["analyzers"]
+            try:
+                enabled = parse_analyzers([names] if isinstance(names, str) else names)
+            except ValueError as exc:
+                raise RolloutError(f"@pytest.mark.rollout(analyzers=...): {exc}") from None
+            analyzers = dataclasses.replace(analyzers, enabled=analyzers.enabled | enabled)
         golden = None
         golden_error: RolloutError | None = None
         if mode.replays_tools and path.exists():
@@ -496,6 +620,8 @@ class RolloutPlugin:
             missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),
             run_id=run_id,
             prices=s.prices,
+            analyzers=analyzers,
+            audit=self.audit,
         )
         item.stash[SESSION_KEY] = session
         return session

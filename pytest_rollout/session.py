@@ -7,6 +7,7 @@ that pytest's flags, ini keys and markers give.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 import uuid
@@ -15,15 +16,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import wraps
-from typing import Any
+from typing import Any, Protocol
 
 from . import sdk
+from .analyzers import Analysis, AnalyzerOptions, Antipattern, find_antipatterns, parse_analyzers
+from .assertions import (
+    ToolCallRecord,
+    antipattern_failure,
+    cost_failure,
+    error_events,
+    tool_calls_by_name,
+)
 from .canonical import DEFAULT_OPTIONS, CanonicalOptions
 from .compare import Comparison
 from .divergence import Divergence, ReplayDivergenceError
 from .drift import DriftReport, drift_report
 from .errors import RolloutError
-from .events import RUN_COMPLETED, RUN_FAILED, RUN_STARTED, Event
+from .events import AUDIT_ACTION, RUN_COMPLETED, RUN_FAILED, RUN_STARTED, Event
 from .fork import ForkResult
 from .fork import fork as fork_run
 from .golden import GoldenRef
@@ -38,7 +47,7 @@ from .replay import (
     request_hash,
     to_json_data,
 )
-from .score import RunSummary, Score
+from .score import RunSummary, Score, summarize
 from .turns import Turn, coerce_turn
 from .wire import WireRequest
 
@@ -170,6 +179,42 @@ def _as_is(value: Any) -> Any:
     return value
 
 
+def _causes(error: BaseException, limit: int = 10) -> list[dict[str, str]]:
+    """The exceptions behind ``error`` (``raise ... from``, or raised while handling)."""
+    causes: list[dict[str, str]] = []
+    current = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    seen = {id(error)}
+    while current is not None and id(current) not in seen and len(causes) < limit:
+        seen.add(id(current))
+        causes.append(_error_data(current))
+        suppressed = current.__suppress_context__
+        current = current.__cause__ or (None if suppressed else current.__context__)
+    return causes
+
+
+def _analyzed(
+    method: Callable[[str, Mapping[str, Any], int], list[tuple[str, dict[str, Any]]]],
+    event_type: str,
+    data: Mapping[str, Any],
+    step: int,
+) -> list[tuple[str, dict[str, Any]]]:
+    """What an analyzer says about an event; an analyzer that fails says nothing (it must
+    never break the user's test)."""
+    try:
+        return method(event_type, data, step)
+    except Exception:
+        return []
+
+
+class AuditSink(Protocol):
+    """Where a session's audit entries go (the day's audit trail), and which tools count
+    as actions."""
+
+    def is_action(self, tool_name: str) -> bool: ...
+
+    def write(self, run_id: str, event_type: str, payload: Mapping[str, Any]) -> None: ...
+
+
 def _plain(value: Any) -> Any:
     """``value`` as recorded, or a placeholder naming its type when it cannot be recorded."""
     try:
@@ -197,6 +242,8 @@ class RolloutSession:
         error_types: Iterable[str] = (),
         run_id: str | None = None,
         prices: Mapping[str, Price] = PRICES,
+        analyzers: AnalyzerOptions | None = None,
+        audit: AuditSink | None = None,
     ) -> None:
         self.test_id = test_id
         self.mode = mode
@@ -210,6 +257,9 @@ class RolloutSession:
         self._run_display = run_display
         self.error_types = tuple(error_types)
         self.prices = prices
+        self.analyzer_options = analyzers or AnalyzerOptions()
+        self._analysis: Analysis | None = None
+        self._audit = audit
         self._replay: Replay | None = None
         self._run_id = run_id or uuid.uuid4().hex
         redactor = recorder.redactor
@@ -399,18 +449,104 @@ class RolloutSession:
         try:
             yield handle
         except BaseException as exc:
-            self._finish(RUN_FAILED, {"error": _error_data(exc)})
+            self._finish(RUN_FAILED, {"error": _error_data(exc)}, exc)
             raise
         self._finish_completed(handle.output)
 
     def emit(self, event_type: str, /, **data: Any) -> None:
         """Record a custom event at the current step."""
         self._ensure_started()
-        self.recorder.emit(event_type, data)
+        self._emit(event_type, data)
 
     def fork(self, step: int, **options: Any) -> ForkResult:
         """The golden's conversation up to and including ``step`` (see :func:`fork`)."""
         return fork_run(self.require_golden().events, step, **options)
+
+    # -- analyzers, assertions and the audit trail ---------------------------------
+
+    def analyze(self, *names: str, **options: Any) -> None:
+        """Turn on analyzers for this test (``"all"`` for every one), with their options
+        (``cost_multiplier=3.0``, ``context_limit=32000``, ...), before the run starts."""
+        if self._started:
+            raise RolloutError("rollout.analyze() must be called before the run starts")
+        current = self.analyzer_options
+        enabled = current.enabled | parse_analyzers(names)
+        try:
+            self.analyzer_options = dataclasses.replace(current, enabled=enabled, **options)
+        except TypeError:
+            known = ", ".join(f.name for f in dataclasses.fields(AnalyzerOptions)[1:])
+            raise RolloutError(
+                f"rollout.analyze() takes analyzer names and the options {known}; "
+                f"got {sorted(options)}"
+            ) from None
+
+    def _emit(
+        self, event_type: str, data: Mapping[str, Any], context: Mapping[str, Any] | None = None
+    ) -> None:
+        """Record an event, with what the analyzers say before and after it.
+
+        ``context`` is what the analyzers see instead of ``data`` (the error's cause chain
+        of a failed run, which the event itself does not carry).
+        """
+        analysis = self._analysis
+        if analysis is None:
+            if not self.analyzer_options.enabled:
+                self.recorder.emit(event_type, data)
+                return
+            analysis = self._analysis = Analysis(self.analyzer_options)
+        seen = data if context is None else context
+        for found in _analyzed(analysis.before, event_type, seen, self.recorder.step):
+            self.recorder.emit(*found)
+        self.recorder.emit(event_type, data)
+        for found in _analyzed(analysis.after, event_type, seen, self.recorder.step):
+            self.recorder.emit(*found)
+
+    def _audit_event(self, event_type: str, data: Mapping[str, Any], **extra: Any) -> None:
+        """Append an entry to the audit trail, when there is one (redacted like the run)."""
+        if self._audit is not None:
+            payload = {**self._redact(dict(data)), "mode": self.mode.value, **extra}
+            self._audit.write(self._run_id, event_type, payload)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the run cost, when its turns reported a cost."""
+        return summarize(self.events()).cost_usd
+
+    @property
+    def steps(self) -> int:
+        """How many steps the run took (one per LLM turn)."""
+        return summarize(self.events()).steps
+
+    @property
+    def tool_calls(self) -> Mapping[str, tuple[ToolCallRecord, ...]]:
+        """The run's tool calls by tool name: ``rollout.tool_calls["get_weather"]``."""
+        return tool_calls_by_name(self.events())
+
+    @property
+    def errors(self) -> tuple[Event, ...]:
+        """The run's error events (``run.failed``, ``error.context``, ... and the types of
+        ``pytest_rollout_error_types``)."""
+        return error_events(self.events(), self.error_types)
+
+    @property
+    def antipatterns(self) -> list[Antipattern]:
+        """Tools the run called with the same arguments 3 or more times."""
+        return find_antipatterns(self.events(), self.analyzer_options.antipattern_threshold)
+
+    def assert_no_antipatterns(self) -> None:
+        """Fail when the run called a tool with the same arguments 3 or more times."""
+        __tracebackhide__ = True  # pytest shows the test's line, not this one
+        threshold = self.analyzer_options.antipattern_threshold
+        message = antipattern_failure(find_antipatterns(self.events(), threshold), threshold)
+        if message is not None:
+            raise AssertionError(message)
+
+    def assert_cost_below(self, usd: float) -> None:
+        """Fail when the run cost ``usd`` or more (or its cost is unknown)."""
+        __tracebackhide__ = True
+        message = cost_failure(self.events(), usd)
+        if message is not None:
+            raise AssertionError(message)
 
     # -- recording ----------------------------------------------------------------
 
@@ -438,19 +574,26 @@ class RolloutSession:
         }
         if prompt is not None:
             data["prompt"] = _plain(prompt)
-        self.recorder.emit(RUN_STARTED, data)
+        self._emit(RUN_STARTED, data)
+        self._audit_event(RUN_STARTED, data)
 
     def _ensure_started(self) -> None:
         if not self._started:
             self._start(None, {})
         self._emit_start()
 
-    def _finish(self, event_type: str, data: dict[str, Any]) -> None:
+    def _finish(
+        self, event_type: str, data: dict[str, Any], error: BaseException | None = None
+    ) -> None:
         if self._finished or not self._started:
             return
         self._emit_start()
         self._finished = True
-        self.recorder.emit(event_type, data)
+        context = None
+        if error is not None:  # the analyzers see the cause chain, which the event lacks
+            context = {**data, "error": {**data["error"], "causes": _causes(error)}}
+        self._emit(event_type, data, context)
+        self._audit_event(event_type, data)
 
     def _finish_completed(self, output: Any) -> None:
         totals = {"total_cost_usd": round(self._cost, 9) if self._costed else None}
@@ -472,7 +615,7 @@ class RolloutSession:
         turn asked for must have been made."""
         self._ensure_started()
         redact = self._redact
-        self.recorder.emit(
+        self._emit(
             "llm.turn.started",
             {
                 "messages": fresh,
@@ -502,12 +645,12 @@ class RolloutSession:
             data["ttft_ms"] = ttft_ms
         if raw is not None:
             data["raw"] = raw
-        self.recorder.emit("llm.turn.completed", data)
+        self._emit("llm.turn.completed", data)
         self._announced = [_Announced(c.id, c.name, _plain(c.arguments)) for c in turn.tool_calls]
         if turn.cost_usd is not None:
             self._cost += turn.cost_usd
             self._costed = True
-            self.recorder.emit("usage.delta", {"cumulative_cost_usd": round(self._cost, 9)})
+            self._emit("usage.delta", {"cumulative_cost_usd": round(self._cost, 9)})
 
     def _claim_call_id(self, name: str, arguments: Any) -> str | None:
         """The id of the announced call this call answers: the first unclaimed one with the
@@ -524,7 +667,7 @@ class RolloutSession:
 
     def _divergence_event(self, error: ReplayDivergenceError) -> None:
         d = error.divergence
-        self.recorder.emit(
+        self._emit(
             "replay.divergence",
             {"step": self.recorder.step, "kind": d.kind.value, "detail": d.detail},
         )
@@ -583,16 +726,18 @@ class RolloutSession:
         arguments = _plain(_bind_arguments(signature, args, kwargs))
         call_id = self._claim_call_id(name, arguments)
         step = self.recorder.step
-        self.recorder.emit(
-            "tool.call.started", {"call_id": call_id, "name": name, "arguments": arguments}
-        )
+        self._emit("tool.call.started", {"call_id": call_id, "name": name, "arguments": arguments})
         replay = self.replay
+        if self._audit is not None and self._audit.is_action(name):
+            action = {"call_id": call_id, "name": name, "arguments": arguments}
+            self._emit(AUDIT_ACTION, action)
+            self._audit_event(AUDIT_ACTION, action, live=replay is None)
         if replay is None:
             return call_id, step, None
         try:
             return call_id, step, replay.answer_call(step, name, arguments)
         except ReplayDivergenceError as exc:
-            self.recorder.emit(
+            self._emit(
                 "tool.call.completed",
                 {"call_id": call_id, "name": name, "error": _error_data(exc), "duration_ms": 0},
             )
@@ -603,10 +748,10 @@ class RolloutSession:
         data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": 0}
         if call.error:
             data["error"] = call.error
-            self.recorder.emit("tool.call.completed", data)
+            self._emit("tool.call.completed", data)
             raise rebuild_error(call.error)
         data["output"] = call.output
-        self.recorder.emit("tool.call.completed", data)
+        self._emit("tool.call.completed", data)
         return call.output
 
     def _tool_completed(
@@ -627,7 +772,7 @@ class RolloutSession:
             data["error"] = _error_data(error)
         else:
             data["output"] = _plain(output)
-        self.recorder.emit("tool.call.completed", data)
+        self._emit("tool.call.completed", data)
 
     # -- the end ------------------------------------------------------------------
 
@@ -711,7 +856,7 @@ class ProviderProxy:
         if isinstance(exc, ReplayDivergenceError):
             self._session._divergence_event(exc)
         else:
-            self._session.recorder.emit("llm.turn.failed", {"error": _error_data(exc)})
+            self._session._emit("llm.turn.failed", {"error": _error_data(exc)})
 
     def complete(self, messages: Sequence[Any], tools: Any = None, **params: Any) -> Turn:
         self._before(messages, tools, params)

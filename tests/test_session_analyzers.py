@@ -1,0 +1,278 @@
+"""Analyzers, assertion helpers and the audit trail, through a session (below pytest).
+
+The analyzers themselves are tested on hand-built streams in test_analyzers.py; here they
+run live inside a recorded run, and a golden recorded with them must replay unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pytest_rollout import AnalyzerOptions, RolloutError, ToolCall, Turn
+from pytest_rollout.analyzers import parse_analyzers
+from pytest_rollout.audit import AuditTrailSink, verify_audit
+from pytest_rollout.events import Event
+from pytest_rollout.loader import Rollout
+from pytest_rollout.recorder import Recorder
+from pytest_rollout.session import Mode, RolloutSession
+
+
+class Scripted:
+    """A provider answering from a script of turns; the third is costly."""
+
+    model = "gpt-4o-mini"
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = list(turns)
+
+    def complete(self, messages: Any, tools: Any = None, **params: Any) -> Turn:
+        return self.turns.pop(0)
+
+
+def _turns() -> list[Turn]:
+    usage = {"input_tokens": 1000, "output_tokens": 50}
+    lookup = ToolCall("c1", "lookup", {"city": "Paris"})
+    return [
+        Turn(None, [lookup], usage, 0.001, "gpt-4o-mini"),
+        Turn(None, [ToolCall("c2", "lookup", {"city": "Paris"})], usage, 0.001, "gpt-4o-mini"),
+        Turn(None, [ToolCall("c3", "lookup", {"city": "Paris"})], usage, 0.009, "gpt-4o-mini"),
+        Turn(None, [ToolCall("c4", "delete_file", {"path": "/tmp/x"})], usage, 0.001, None),
+        Turn("done", [], {"input_tokens": 110000, "output_tokens": 10}, 0.001, "gpt-4o-mini"),
+    ]
+
+
+TOOLS_SCHEMA = [{"type": "function", "function": {"name": "lookup"}}, {"name": "delete_file"}]
+
+
+def _agent(session: RolloutSession, live: Any = None) -> str:
+    llm = session.provider(live)
+    tools = session.tools(
+        {"lookup": lambda city: {"city": city, "sky": "sunny"}, "delete_file": lambda path: None}
+    )
+    messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+    with session.run(prompt="Weather in Paris?") as run:
+        while True:
+            turn = llm.complete(messages, TOOLS_SCHEMA)
+            if not turn.tool_calls:
+                run.output = turn.content
+                break
+            for call in turn.tool_calls:
+                result = tools[call.name](**call.arguments)
+                messages.append({"role": "tool", "content": str(result)})
+    session.close()
+    return str(run.output)
+
+
+def _session(
+    mode: Mode,
+    golden: Rollout | None = None,
+    options: AnalyzerOptions | None = None,
+    audit: AuditTrailSink | None = None,
+) -> RolloutSession:
+    return RolloutSession(
+        test_id="t.py::test_agent",
+        mode=mode,
+        recorder=Recorder(),
+        golden_path="golden/t/test_agent.jsonl",
+        golden=golden,
+        analyzers=options,
+        audit=audit,
+    )
+
+
+ALL = AnalyzerOptions(enabled=parse_analyzers(["all"]))
+
+
+def _types(events: Sequence[Event]) -> list[str]:
+    return [e.type for e in events]
+
+
+def test_analyzer_events_are_part_of_the_run_where_they_belong() -> None:
+    session = _session(Mode.RECORD, options=ALL)
+    assert _agent(session, Scripted(_turns())) == "done"
+    events = session.recorder.rollout().events
+    types = _types(events)
+    # the third identical lookup is the anti-pattern, right after its call started
+    [antipattern] = [e for e in events if e.type == "tool.antipattern"]
+    assert antipattern.step == 3
+    assert antipattern.data["name"] == "lookup"
+    assert antipattern.data["steps"] == [1, 2, 3]
+    assert types[types.index("tool.antipattern") - 1] == "tool.call.started"
+    # step 3 cost 9x the mean of the steps before it
+    [anomaly] = [e for e in events if e.type == "cost.anomaly"]
+    assert anomaly.step == 3
+    assert anomaly.data["step_cost_usd"] == pytest.approx(0.009)
+    # every turn gets a snapshot, a decision and an envelope
+    assert types.count("context.window.snapshot") == 5
+    assert types.count("tool.decision") == 5
+    assert types.count("llm.request.snapshot") == 5
+    assert types.count("llm.response.meta") == 5
+    [warning] = [e for e in events if e.type == "context.window.warning"]
+    assert warning.step == 5  # 110010 of 128000 tokens
+    decision = next(e for e in events if e.type == "tool.decision")
+    assert decision.data["available"] == ["lookup", "delete_file"]
+    assert decision.data["selected"] == ["lookup"]
+    assert "error.context" not in types  # the run did not fail
+
+
+def test_a_golden_recorded_with_analyzers_replays_unchanged() -> None:
+    session = _session(Mode.RECORD, options=ALL)
+    _agent(session, Scripted(_turns()))
+    golden = session.recorder.rollout()
+    replay = _session(Mode.DRY, golden, options=ALL)
+    assert _agent(replay) == "done"
+    assert replay.verdict().matched, replay.verdict().divergences
+
+
+def test_a_golden_recorded_without_analyzers_differs_from_a_run_with_them() -> None:
+    session = _session(Mode.RECORD)
+    _agent(session, Scripted(_turns()))
+    replay = _session(Mode.DRY, session.recorder.rollout(), options=ALL)
+    _agent(replay)
+    assert not replay.verdict().matched
+
+
+def test_error_context_comes_right_before_run_failed_with_the_cause_chain() -> None:
+    options = AnalyzerOptions(enabled=frozenset({"error_chain"}), error_chain_calls=2)
+    session = _session(Mode.RECORD, options=options)
+    tools = session.tools({"lookup": lambda city: {"city": city}})
+
+    def broken(city: str) -> None:
+        raise KeyError(city)
+
+    failing = session.tools({"fetch": broken})
+    calls = [ToolCall(f"c{i}", "lookup", {"city": c}) for i, c in enumerate(("Paris", "Oslo"))]
+    llm = session.provider(Scripted([Turn(None, [*calls, ToolCall("c9", "fetch", {})])]))
+
+    def agent() -> None:
+        with session.run():
+            llm.complete([{"role": "user", "content": "go"}])
+            for city in ("Paris", "Oslo"):
+                tools["lookup"](city=city)
+            try:
+                failing["fetch"](city="Nowhere")
+            except KeyError as exc:
+                raise RuntimeError("the agent gave up") from exc
+
+    with pytest.raises(RuntimeError):
+        agent()
+    session.close()
+    events = session.recorder.rollout().events
+    assert _types(events)[-2:] == ["error.context", "run.failed"]
+    context = events[-2].data
+    assert context["error"] == {"class": "RuntimeError", "message": "the agent gave up"}
+    assert context["causes"] == [{"class": "KeyError", "message": "'Nowhere'"}]
+    assert [c["name"] for c in context["last_tool_calls"]] == ["lookup", "fetch"]
+    assert context["last_tool_calls"][-1]["error"] == {"class": "KeyError", "message": "'Nowhere'"}
+    assert "causes" not in events[-1].data["error"]  # run.failed keeps its contract
+
+
+def test_rollout_analyze_turns_analyzers_on_before_the_run() -> None:
+    session = _session(Mode.RECORD)
+    session.analyze("antipatterns", antipattern_threshold=2)
+    _agent(session, Scripted(_turns()))
+    [found] = [e for e in session.recorder.rollout().events if e.type == "tool.antipattern"]
+    assert found.step == 2
+    with pytest.raises(RolloutError, match="before the run starts"):
+        session.analyze("cost_anomaly")
+
+
+def test_rollout_analyze_refuses_unknown_names_and_options() -> None:
+    session = _session(Mode.RECORD)
+    with pytest.raises(ValueError, match="unknown analyzer 'costs'"):
+        session.analyze("costs")
+    with pytest.raises(RolloutError, match="takes analyzer names and the options"):
+        session.analyze("cost_anomaly", multiplier=3)
+
+
+def test_assertion_helpers_read_the_finished_run() -> None:
+    session = _session(Mode.RECORD)
+    _agent(session, Scripted(_turns()))
+    assert session.steps == 5
+    assert session.cost_usd == pytest.approx(0.013)
+    calls = session.tool_calls
+    assert list(calls) == ["lookup", "delete_file"]
+    assert [c.step for c in calls["lookup"]] == [1, 2, 3]
+    assert calls["lookup"][0].arguments == {"city": "Paris"}
+    assert calls["lookup"][0].output == {"city": "Paris", "sky": "sunny"}
+    assert session.errors == ()
+    [found] = session.antipatterns
+    assert (found.name, found.count, found.steps) == ("lookup", 3, (1, 2, 3))
+
+
+def test_assert_no_antipatterns_says_which_call_repeated_where() -> None:
+    session = _session(Mode.RECORD)
+    _agent(session, Scripted(_turns()))
+    with pytest.raises(AssertionError) as raised:
+        session.assert_no_antipatterns()
+    assert str(raised.value) == (
+        "rollout: 1 repeated tool call (the same tool with the same arguments, 3 or more "
+        'times):\n  lookup(city="Paris") called 3 times, at steps 1, 2, 3'
+    )
+
+
+def test_assert_cost_below_names_the_most_expensive_step() -> None:
+    session = _session(Mode.RECORD)
+    _agent(session, Scripted(_turns()))
+    session.assert_cost_below(0.02)
+    with pytest.raises(AssertionError) as raised:
+        session.assert_cost_below(0.01)
+    assert str(raised.value) == (
+        "rollout: this run cost $0.013, not below $0.01\n"
+        '  most expensive: step 3, $0.009: the turn asked for lookup(city="Paris")\n'
+        "  cost by step: 1: $0.001, 2: $0.001, 3: $0.009, 4: $0.001, 5: $0.001"
+    )
+
+
+def test_assertion_helpers_wait_for_the_run_to_end() -> None:
+    session = _session(Mode.RECORD)
+    with session.run(), pytest.raises(RolloutError, match="the run is still open"):
+        session.assert_cost_below(1)
+
+
+def test_the_audit_trail_holds_runs_and_state_modifying_calls(tmp_path: Path) -> None:
+    problems: list[str] = []
+    sink = AuditTrailSink(tmp_path, on_error=problems.append)
+    session = _session(Mode.RECORD, audit=sink)
+    _agent(session, Scripted(_turns()))
+    [day] = list(tmp_path.iterdir())
+    trail = day / "audit.jsonl"
+    check = verify_audit(trail)
+    assert check.ok
+    assert check.entries == 3
+    entries = [orjson.loads(line) for line in trail.read_bytes().splitlines()]
+    assert [e["event_type"] for e in entries] == ["run.started", "audit.action", "run.completed"]
+    action = entries[1]["payload"]
+    assert action["name"] == "delete_file"
+    assert action["arguments"] == {"path": "/tmp/x"}
+    assert action["live"] is True
+    assert {e["run_id"] for e in entries} == {session.recorder.rollout().events[0].data["run_id"]}
+    # the action is an event of the run too, right after the call started
+    types = _types(session.recorder.rollout().events)
+    assert types[types.index("audit.action") - 1] == "tool.call.started"
+    assert problems == []
+
+    replay = _session(Mode.DRY, session.recorder.rollout(), audit=sink)
+    _agent(replay)
+    assert replay.verdict().matched
+    entries = [orjson.loads(line) for line in trail.read_bytes().splitlines()]
+    assert entries[4]["payload"]["live"] is False  # replayed, not run
+    assert verify_audit(trail).entries == 6
+
+
+def test_a_broken_audit_trail_never_fails_the_test(tmp_path: Path) -> None:
+    problems: list[str] = []
+    sink = AuditTrailSink(tmp_path, on_error=problems.append)
+    session = _session(Mode.RECORD, audit=sink)
+    _agent(session, Scripted(_turns()))
+    [day] = list(tmp_path.iterdir())
+    (day / "audit.jsonl").write_bytes(b"not an entry\n")
+    again = _session(Mode.RECORD, audit=sink)
+    assert _agent(again, Scripted(_turns())) == "done"
+    assert len(problems) == 1
+    assert problems[0].startswith("audit trail: entry not written: ")
