@@ -41,6 +41,7 @@ from .receipt import (
 from .report import Labels, render_divergence, render_header, render_score
 from .sanitize import excerpt, sanitize, terminal_json
 from .timeline import parse_step_range, render_show
+from .view_command import view_command
 
 __all__ = ["main"]
 
@@ -192,6 +193,26 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HASH",
         help="the head hash you kept: the chain must end at it (64 hex digits, or "
         "sha256:<first 16 or more>, as printed)",
+    )
+    view = commands.add_parser(
+        "view",
+        help="look at rollouts in a browser",
+        description="Write one self-contained HTML page showing the rollouts (a file, every "
+        "*.jsonl under a directory, or two files and their difference) and print its path; "
+        "with --serve, serve it on 127.0.0.1 instead, behind a random token.",
+    )
+    view.add_argument(
+        "paths", metavar="FILE|DIR", nargs="+", help="a rollout, a directory, or two rollouts"
+    )
+    view.add_argument(
+        "--out",
+        metavar="PATH",
+        help="where to write the page (default: a new file in the temporary directory)",
+    )
+    view.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the page on 127.0.0.1 (a free port) until interrupted, instead of writing it",
     )
     return parser
 
@@ -429,6 +450,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _seal(args, out)
         if args.command == "audit":
             return _audit(args, out)
+        if args.command == "view":
+            return view_command(args.paths, out=out, target=args.out, serve=args.serve)
     except RolloutError as exc:
         print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR

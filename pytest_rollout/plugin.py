@@ -43,6 +43,7 @@ from .capture import (
 from .divergence import caused_by_divergence
 from .errors import RolloutError
 from .failure import render_verdict
+from .files import atomic_write
 from .golden import (
     GoldenRef,
     WriteResult,
@@ -64,6 +65,7 @@ from .receipt import (
 from .recorder import Recorder
 from .redact import RedactionMode, Redactor, Rule
 from .session import GoldenEditedError, GoldenMissingError, Mode, RolloutSession
+from .session_report import ReportItem, render_session_report
 
 __all__ = ["RolloutPlugin"]
 
@@ -131,6 +133,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="accept goldens changed since they were recorded (their receipts no longer "
         "match): compare against them and seal them anew",
+    )
+    group.addoption(
+        "--rollout-report",
+        default=None,
+        metavar="PATH",
+        help="write one self-contained HTML page of the session's rollout tests, with each "
+        "failing run and its golden side by side",
     )
     group.addoption(
         "--rollout-audit",
@@ -274,6 +283,7 @@ class Settings:
     accept_edits: bool = False
     prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
     analyzers: AnalyzerOptions = field(default_factory=AnalyzerOptions)
+    report_path: Path | None = None
     audit: bool = False
     audit_tools: tuple[str, ...] = ()
     audit_keywords: tuple[str, ...] = ()
@@ -341,6 +351,7 @@ class Settings:
                 raise pytest.UsageError(f"rollout_prices: {exc}") from None
             prices[model] = price
         analyzers = _analyzer_options(config)
+        report = config.getoption("rollout_report")
         audit = config.getoption("rollout_audit") or bool(config.getini("rollout_audit"))
         if audit and capture_root is None:
             raise pytest.UsageError(
@@ -369,6 +380,7 @@ class Settings:
             accept_edits=bool(config.getoption("rollout_accept_edits")),
             prices=MappingProxyType(prices),
             analyzers=analyzers,
+            report_path=None if report is None else invocation / str(report),
             audit=audit,
             audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
             audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),
@@ -429,6 +441,7 @@ class Tally:
     scopes: set[str] = field(default_factory=set)
     full_selection: bool | None = None  # unknown until collection (or every worker) says
     problems: list[str] = field(default_factory=list)  # runs that could not be saved
+    report: list[ReportItem] = field(default_factory=list)  # for --rollout-report
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -437,11 +450,13 @@ class Tally:
             "scopes": sorted(self.scopes),
             "full_selection": self.full_selection,
             "problems": self.problems,
+            "report": [item.to_json() for item in self.report],
         }
 
     def merge(self, data: dict[str, Any]) -> None:
         self.counts.update(data.get("counts", {}))
         self.problems.extend(data.get("problems", ()))
+        self.report.extend(ReportItem.from_json(item) for item in data.get("report", ()))
         self.owned.update(data.get("owned", ()))
         self.scopes.update(data.get("scopes", ()))
         theirs = bool(data.get("full_selection"))
@@ -474,6 +489,7 @@ class RolloutPlugin:
             raise pytest.UsageError(str(exc)) from None
         self.budget: Budget | None = None
         self.audit: AuditTrailSink | None = None
+        self.report_written: Path | None = None
         if settings.audit and settings.capture_root is not None:
             self.audit = AuditTrailSink(
                 settings.capture_root,
@@ -657,6 +673,8 @@ class RolloutPlugin:
             )
         if not session.used:
             return
+        if self.settings.report_path is not None:
+            self.tally.report.append(self._report_item(item, session))
         if session.mode is Mode.RECORD:
             report = item.stash.get(CALL_REPORT_KEY, None)
             if report is None or not report.passed:
@@ -680,6 +698,45 @@ class RolloutPlugin:
             self.tally.counts[result.value] += 1
         elif session.mode is not Mode.LIVE:
             self.tally.counts["compared"] += 1
+
+    def _report_item(self, item: pytest.Item, session: RolloutSession) -> ReportItem:
+        """What --rollout-report shows of this test."""
+        call = item.stash.get(CALL_REPORT_KEY, None)
+        status: str = "error" if call is None else call.outcome
+        if session.mode is Mode.RECORD and status == "passed":
+            status = "recorded"
+        golden = self.golden_for(item)
+        lines: tuple[str, ...] = ()
+        if session.mode.replays_tools and golden.exists():
+            try:
+                verdict = session.verdict()
+            except RolloutError:
+                pass
+            else:
+                if not verdict.matched:
+                    lines = tuple(render_verdict(verdict, verbose=self.config.get_verbosity()))
+        run = session.recorder.path
+        return ReportItem(
+            test_id=item.nodeid,
+            status=status,
+            golden=str(golden),
+            run=None if run is None else os.path.abspath(run),
+            lines=lines,
+        )
+
+    def _write_report(self) -> None:
+        path = self.settings.report_path
+        if path is None:
+            return
+        title = f"pytest-rollout report: {self.config.rootpath.name}"
+        page = render_session_report(self.tally.report, title)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, page.encode("utf-8"))
+        except OSError as exc:
+            self.tally.problems.append(f"the rollout report was not written: {exc}")
+        else:
+            self.report_written = path
 
     # -- reporting failures -----------------------------------------------------------
 
@@ -776,6 +833,7 @@ class RolloutPlugin:
         if workeroutput is not None:
             workeroutput["rollout"] = self.tally.to_json()
             return
+        self._write_report()
         prunable = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
         full = self.tally.full_selection is True
         if self.settings.mode is Mode.RECORD and full and prunable:
@@ -806,10 +864,13 @@ class RolloutPlugin:
         counts = self.tally.counts
         unused = [] if self.pruned else self.unused()
         problems = self.tally.problems
-        if not counts and not unused and not self.pruned and not problems:
+        page = self.report_written
+        if not counts and not unused and not self.pruned and not problems and not page:
             return
         tr = terminalreporter
         tr.section("rollout")
+        if page is not None:
+            tr.write_line(f"rollout report: {self._display(page).rstrip(os.sep)}")
         if self.settings.mode is Mode.RECORD:
             written = counts[WriteResult.CREATED.value] + counts[WriteResult.UPDATED.value]
             line = (

@@ -1,0 +1,78 @@
+"""``rollout view``: a page for a file, a directory, or two files and their difference."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import orjson
+from command import python_m
+
+WEATHER = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"
+_DATA = re.compile(r'<script type="application/json" id="rollout-data">(.*?)</script>', re.S)
+
+
+def _page_data(path: Path) -> dict[str, object]:
+    found = _DATA.search(path.read_text(encoding="utf-8"))
+    assert found is not None
+    return dict(orjson.loads(found.group(1)))
+
+
+def test_view_writes_a_page_and_prints_its_path(tmp_path: Path) -> None:
+    golden = next(WEATHER.rglob("*.jsonl"))
+    target = tmp_path / "page.html"
+    done = python_m("view", golden, "--out", target)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{target}\n"
+    assert '<meta http-equiv="Content-Security-Policy"' in target.read_text(encoding="utf-8")
+
+
+def test_view_of_a_directory_shows_every_rollout_in_it(tmp_path: Path) -> None:
+    target = tmp_path / "page.html"
+    done = python_m("view", WEATHER, "--out", target)
+    assert done.returncode == 0, done.stderr
+    text = orjson.dumps(_page_data(target)).decode()
+    for golden in WEATHER.rglob("*.jsonl"):
+        assert golden.relative_to(WEATHER).as_posix() in text
+
+
+def test_view_without_out_writes_a_new_temporary_file() -> None:
+    golden = next(WEATHER.rglob("*.jsonl"))
+    done = python_m("view", golden)
+    assert done.returncode == 0, done.stderr
+    written = Path(done.stdout.strip())
+    try:
+        assert written.name.startswith("rollout-view-")
+        assert written.suffix == ".html"
+        assert written.stat().st_size > 0
+    finally:
+        written.unlink()
+
+
+def test_view_of_a_refused_file_says_so_and_still_writes_the_page(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n", encoding="utf-8")
+    target = tmp_path / "page.html"
+    done = python_m("view", bad, "--out", target)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == (
+        "1 of 1 rollout(s) could not be loaded: the page says why"
+    )
+    assert "bad.jsonl:1" in orjson.dumps(_page_data(target)).decode()
+
+
+def test_view_of_two_files_shows_their_difference(tmp_path: Path) -> None:
+    golden = next(WEATHER.rglob("*.jsonl"))
+    other = tmp_path / "other.jsonl"
+    shutil.copy(golden, other)
+    target = tmp_path / "page.html"
+    done = python_m("view", golden, other, "--out", target)
+    assert done.returncode == 0, done.stderr
+    assert f"{golden.name} vs other.jsonl" in orjson.dumps(_page_data(target)).decode()
+
+
+def test_view_of_an_empty_directory_is_an_error(tmp_path: Path) -> None:
+    done = python_m("view", tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == f"rollout: error: no rollout (*.jsonl) under {tmp_path}\n"
