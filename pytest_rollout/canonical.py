@@ -57,11 +57,6 @@ DEFAULT_DROP_KEYS: Final = frozenset(
         "cumulative_cost_usd",
         "cost_totals",
         "usage",
-        # the analyzers' readings of cost and tokens (cost.anomaly, context.window.*)
-        "step_cost_usd",
-        "rolling_average_usd",
-        "tokens_used",
-        "fraction",
     }
 )
 
@@ -165,7 +160,23 @@ class CanonicalOptions:
         return found
 
 
-DEFAULT_OPTIONS: Final = CanonicalOptions()
+#: What the analyzers' events only measure (cost, tokens, the hash algorithm that depends on
+#: whether a key is set), scoped to their types so that a user's own event with a field of
+#: the same name is still compared.
+ANALYZER_IGNORES: Final = tuple(
+    IgnorePath.parse(p)
+    for p in (
+        "cost.anomaly:step_cost_usd",
+        "cost.anomaly:rolling_average_usd",
+        "context.window.snapshot:tokens_used",
+        "context.window.snapshot:fraction",
+        "context.window.warning:tokens_used",
+        "context.window.warning:fraction",
+        "llm.request.snapshot:algorithm",
+    )
+)
+
+DEFAULT_OPTIONS: Final = CanonicalOptions(ignore_paths=ANALYZER_IGNORES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,19 +50,29 @@ class UnrecordedRequestError(RolloutError):
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A response served from the golden: status, content type and the body, in the chunks
-    it is handed over in (one per event of a stream, as a service sends them)."""
+    it is handed over in (one per event of a stream, as a service sends them).
+
+    ``done`` is called once the SDK has read the whole body: the turn is recorded then, as a
+    live one is, so that a tool the agent runs while a stream is still open sits in the
+    same place in both runs.
+    """
 
     status: int
     content_type: str
     chunks: tuple[bytes, ...]
+    done: Callable[[], None]
 
 
 @dataclass(slots=True)
 class LiveTurn:
-    """A model request sent live, waiting for its response to be read.
+    """A model request answered live, waiting for its response to be read.
 
-    The transport feeds it the response's bytes as the SDK reads them and calls
-    :meth:`finish` once, when the stream is exhausted or closed.
+    The transport feeds it the response's bytes as the SDK reads them. The turn is recorded
+    by :meth:`finish`, once the body was read to its end (or the SDK closed it on purpose);
+    a body whose reading failed is :meth:`abandon`-ed: the SDK will retry or raise, and the
+    attempt is not a turn. ``llm.turn.started`` is written at the latest then, and earlier
+    when the run records anything else while the body is still open (a tool the agent
+    runs mid-stream).
     """
 
     exchange: Exchange
@@ -76,24 +86,42 @@ class LiveTurn:
     chunks: list[bytes] = field(default_factory=list)
     ttft_ms: float | None = None
     done: bool = False
+    opened: bool = False
+
+    def open(self) -> None:
+        """Write the turn's ``llm.turn.started`` (once)."""
+        if self.opened:
+            return
+        self.opened = True
+        self.exchange.open_turn(self.api, self.request)
 
     def feed(self, chunk: bytes) -> None:
         if self.ttft_ms is None and chunk:
             self.ttft_ms = _ms_since(self.t0)
         self.chunks.append(chunk)
 
+    def abandon(self) -> None:
+        """The body could not be read: no turn (unless it was opened already)."""
+        if self.done:
+            return
+        self.done = True
+        self.chunks.clear()
+        self.exchange.session.cancel_deferred(self.open)
+
     def finish(self) -> None:
         """Record the turn (once)."""
         if self.done:
             return
         self.done = True
+        self.exchange.session.cancel_deferred(self.open)
         body = b"".join(self.chunks)
         self.chunks.clear()
-        if self.decode is not None:
-            body = self.decode(body)
         try:
+            if self.decode is not None:
+                body = self.decode(body)
             raw = raw_response(self.status, self.content_type, body)
-            self.exchange.record(self.api, self.request, raw, _ms_since(self.t0), self.ttft_ms)
+            self.open()
+            self.exchange.complete(self.api, self.request, raw, _ms_since(self.t0), self.ttft_ms)
         except ReplayDivergenceError:
             raise
         except Exception:
@@ -136,11 +164,14 @@ class Exchange:
                 )
             return None
         try:
-            return api, api.request(body)
+            request = api.request(body)
         except WireFormatError:
             if self.replaying:
                 raise
             return None  # recording must never break the test: the SDK gets its answer
+        # The run names its model from the first request, in every mode at the same point.
+        self.session.adopt_sdk_identity(api.provider, request.model)
+        return api, request
 
     def answer(self, api: Api, request: WireRequest, body: bytes) -> Answer:
         """Replay: the golden's response to ``request``, or a replay divergence.
@@ -160,9 +191,8 @@ class Exchange:
     def _answer(self, api: Api, request: WireRequest) -> Answer:
         t0 = time.perf_counter()
         fresh, key = self._messages(api, request)
-        data = self.session.replay_sdk_turn(
-            api.provider, request, fresh, key, lambda: _ms_since(t0)
-        )
+        session = self.session
+        data = session.serve_sdk_turn(api.provider, request, fresh, key)
         raw = data.get("raw")
         if not isinstance(raw, Mapping):
             raise RolloutError(
@@ -171,10 +201,16 @@ class Exchange:
                 f"test with --rollout-record"
             )
         status, content_type, body = _response_body(raw)
+        recorded = Turn.from_event_data(data)
+
+        def done() -> None:
+            session.complete_sdk_turn(recorded, _ms_since(t0), raw, None)
+
         frames = raw.get("frames")
         if isinstance(frames, list) and frames:
-            return Answer(status, content_type, tuple(render_frames([f]) for f in frames))
-        return Answer(status, content_type, (body,))
+            chunks = tuple(render_frames([f]) for f in frames)
+            return Answer(status, content_type, chunks, done)
+        return Answer(status, content_type, (body,), done)
 
     def begin_live(
         self,
@@ -188,9 +224,16 @@ class Exchange:
         """A live response arrived: a turn to record when it is a success, else ``None``."""
         if not 200 <= status < 300:
             return None
-        return LiveTurn(self, api, request, t0, status, content_type, decode)
+        turn = LiveTurn(self, api, request, t0, status, content_type, decode)
+        self.session.defer(turn.open)
+        return turn
 
-    def record(
+    def open_turn(self, api: Api, request: WireRequest) -> None:
+        """Write a live turn's ``llm.turn.started``."""
+        fresh, key = self._messages(api, request)
+        self.session.open_sdk_turn(api.provider, request, fresh, key)
+
+    def complete(
         self,
         api: Api,
         request: WireRequest,
@@ -198,16 +241,13 @@ class Exchange:
         latency_ms: float,
         ttft_ms: float | None,
     ) -> None:
-        """Record a live turn: the request, then what the response said."""
-        fresh, key = self._messages(api, request)
+        """Record what a live response said, as the turn's ``llm.turn.completed``."""
         turn = api.turn(raw)
         if turn.cost_usd is None:
             cost = cost_usd(turn.model or request.model, turn.usage, self.session.prices)
             if cost is not None:
                 turn = Turn(turn.content, turn.tool_calls, turn.usage, cost, turn.model)
-        self.session.record_sdk_turn(
-            api.provider, request, fresh, key, turn, raw, latency_ms, ttft_ms
-        )
+        self.session.complete_sdk_turn(turn, latency_ms, raw, ttft_ms)
 
     def _messages(self, api: Api, request: WireRequest) -> tuple[list[Any], list[Any]]:
         """The request's messages that are new since this client's previous request of the

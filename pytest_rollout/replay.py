@@ -10,11 +10,12 @@ caller as :class:`~pytest_rollout.ReplayDivergenceError`; nothing runs live in i
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -76,17 +77,25 @@ class RecordedToolError(Exception):
         super().__init__(f"{error_class}: {message}")
 
 
+#: The attribute of a rebuilt exception that holds the error as it was recorded.
+RECORDED_ERROR: Final = "rollout_recorded_error"
+
+
 def rebuild_error(error: Mapping[str, Any]) -> BaseException:
-    """The exception a recorded tool error stands for: built-ins are rebuilt as themselves."""
+    """The exception a recorded tool error stands for: built-ins are rebuilt as themselves.
+
+    The exception keeps the recorded ``{class, message}`` (``RECORDED_ERROR``), so that it is
+    recorded again as it was, whatever its own ``str()`` gives (``KeyError`` quotes its
+    message; a class that could not be rebuilt is a RecordedToolError)."""
     name = str(error.get("class", "Exception"))
     message = str(error.get("message", ""))
+    rebuilt: BaseException = RecordedToolError(name, message)
     found = getattr(builtins, name, None)
     if isinstance(found, type) and issubclass(found, Exception):
-        try:
-            return found(message)
-        except Exception:  # an exception class with a different signature
-            pass
-    return RecordedToolError(name, message)
+        with contextlib.suppress(Exception):  # an exception class with another signature
+            rebuilt = found(message)
+    setattr(rebuilt, RECORDED_ERROR, {"class": name, "message": message})
+    return rebuilt
 
 
 @dataclass(slots=True)

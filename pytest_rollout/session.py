@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -40,6 +41,7 @@ from .loader import Rollout
 from .pricing import PRICES, Price
 from .recorder import Recorder
 from .replay import (
+    RECORDED_ERROR,
     RecordedProvider,
     Replay,
     new_messages,
@@ -152,6 +154,9 @@ class _Announced:
 
 
 def _error_data(exc: BaseException) -> dict[str, str]:
+    recorded = getattr(exc, RECORDED_ERROR, None)
+    if isinstance(recorded, dict):  # replayed: the error as it was recorded
+        return dict(recorded)
     return {"class": type(exc).__name__, "message": str(exc)}
 
 
@@ -260,6 +265,9 @@ class RolloutSession:
         self.analyzer_options = analyzers or AnalyzerOptions()
         self._analysis: Analysis | None = None
         self._audit = audit
+        self._lock = threading.RLock()
+        self._deferred: list[Callable[[], None]] = []
+        self._start_written = False
         self._replay: Replay | None = None
         self._run_id = run_id or uuid.uuid4().hex
         redactor = recorder.redactor
@@ -386,7 +394,8 @@ class RolloutSession:
         """Whether model turns are answered from the golden (dry replay)."""
         return self.mode is Mode.DRY
 
-    def _adopt_sdk_identity(self, provider: str, model: str | None) -> None:
+    def adopt_sdk_identity(self, provider: str, model: str | None) -> None:
+        """Name the run's model and provider from an SDK request, unless named already."""
         if self._provider is None:
             self._provider = provider
             self._model = model
@@ -403,42 +412,42 @@ class RolloutSession:
             self._divergence_event(exc)
             raise
 
-    def replay_sdk_turn(
-        self,
-        provider: str,
-        request: WireRequest,
-        fresh: list[Any],
-        key: list[Any],
-        latency: Callable[[], float],
+    def serve_sdk_turn(
+        self, provider: str, request: WireRequest, fresh: list[Any], key: list[Any]
     ) -> Mapping[str, Any]:
-        """Dry replay of an SDK request: the recorded turn it matches, recorded again here."""
-        self._adopt_sdk_identity(provider, request.model)
-        self._open_turn(fresh, key, request.tools, request.params)
+        """Dry replay of an SDK request: its ``llm.turn.started``, and the recorded turn it
+        matches (or a replay divergence)."""
+        self.open_sdk_turn(provider, request, fresh, key)
         replay = self.replay
         assert replay is not None
         try:
-            data = replay.next_turn(key, request.tools, request.params, fresh)
+            return replay.next_turn(key, request.tools, request.params, fresh)
         except ReplayDivergenceError as exc:
             self._divergence_event(exc)
             raise
-        self._record_turn(Turn.from_event_data(data), latency(), raw=data.get("raw"))
-        return data
 
-    def record_sdk_turn(
-        self,
-        provider: str,
-        request: WireRequest,
-        fresh: list[Any],
-        key: list[Any],
-        turn: Turn,
-        raw: Mapping[str, Any],
-        latency_ms: float,
-        ttft_ms: float | None,
+    def open_sdk_turn(
+        self, provider: str, request: WireRequest, fresh: list[Any], key: list[Any]
     ) -> None:
-        """A live SDK request and its response, as one turn."""
-        self._adopt_sdk_identity(provider, request.model)
+        """An SDK request's ``llm.turn.started``."""
         self._open_turn(fresh, key, request.tools, request.params)
+
+    def complete_sdk_turn(
+        self, turn: Turn, latency_ms: float, raw: Mapping[str, Any], ttft_ms: float | None
+    ) -> None:
+        """An SDK response, read to its end: the turn's ``llm.turn.completed``."""
         self._record_turn(turn, latency_ms, raw=dict(raw), ttft_ms=ttft_ms)
+
+    def defer(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` before the next event is recorded (a live turn whose body is
+        still being read writes its start then, so that events keep their order)."""
+        with self._lock:
+            self._deferred.append(callback)
+
+    def cancel_deferred(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._deferred:
+                self._deferred.remove(callback)
 
     @contextmanager
     def run(self, prompt: Any = None, **meta: Any) -> Iterator[RunHandle]:
@@ -488,6 +497,11 @@ class RolloutSession:
         ``context`` is what the analyzers see instead of ``data`` (the error's cause chain
         of a failed run, which the event itself does not carry).
         """
+        if self._deferred and event_type != RUN_STARTED:
+            with self._lock:
+                deferred, self._deferred = self._deferred, []
+            for callback in deferred:
+                callback()
         analysis = self._analysis
         if analysis is None:
             if not self.analyzer_options.enabled:
@@ -560,6 +574,12 @@ class RolloutSession:
         self._start_args = (prompt, dict(meta))
 
     def _emit_start(self) -> None:
+        if self._start_written:
+            return
+        with self._lock:  # another thread's first event waits until run.started is out
+            self._write_start()
+
+    def _write_start(self) -> None:
         if self._start_args is None:
             return
         prompt, meta = self._start_args
@@ -575,6 +595,7 @@ class RolloutSession:
         if prompt is not None:
             data["prompt"] = _plain(prompt)
         self._emit(RUN_STARTED, data)
+        self._start_written = True
         self._audit_event(RUN_STARTED, data)
 
     def _ensure_started(self) -> None:
@@ -729,8 +750,9 @@ class RolloutSession:
         self._emit("tool.call.started", {"call_id": call_id, "name": name, "arguments": arguments})
         replay = self.replay
         if self._audit is not None and self._audit.is_action(name):
-            action = {"call_id": call_id, "name": name, "arguments": arguments}
-            self._emit(AUDIT_ACTION, action)
+            # In the audit trail only: a run's events (and so its golden) do not depend on
+            # whether the trail is on.
+            action = {"call_id": call_id, "step": step, "name": name, "arguments": arguments}
             self._audit_event(AUDIT_ACTION, action, live=replay is None)
         if replay is None:
             return call_id, step, None

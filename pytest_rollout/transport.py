@@ -54,9 +54,13 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
         def __iter__(self) -> Any:
             if self._chunks is None:
                 self._chunks = iter(self._inner)
-            for chunk in self._chunks:
-                self._turn.feed(chunk)
-                yield chunk
+            try:
+                for chunk in self._chunks:
+                    self._turn.feed(chunk)
+                    yield chunk
+            except Exception:
+                self._turn.abandon()  # a body cut short is not a turn
+                raise
             self._turn.finish()
 
         def close(self) -> None:
@@ -68,9 +72,13 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
         async def __aiter__(self) -> Any:
             if self._chunks is None:
                 self._chunks = aiter(self._inner)
-            async for chunk in self._chunks:
-                self._turn.feed(chunk)
-                yield chunk
+            try:
+                async for chunk in self._chunks:
+                    self._turn.feed(chunk)
+                    yield chunk
+            except Exception:
+                self._turn.abandon()
+                raise
             self._turn.finish()
 
         async def aclose(self) -> None:
@@ -80,23 +88,41 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
                 self._turn.finish()
 
     class Served(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        """A recorded body, handed over chunk by chunk (a stream, event by event)."""
+        """A recorded body, handed over chunk by chunk (a stream, event by event); the turn
+        is recorded once it was read to its end, or closed, as a live one is."""
 
-        def __init__(self, chunks: tuple[bytes, ...]) -> None:
-            self._chunks = chunks
+        def __init__(self, answer: Answer) -> None:
+            self._answer = answer
+            self._next = 0
+            self._done = False
+
+        def _finish(self) -> None:
+            if not self._done:
+                self._done = True
+                self._answer.done()
 
         def __iter__(self) -> Any:
-            yield from self._chunks
+            chunks = self._answer.chunks
+            while self._next < len(chunks):
+                self._next += 1
+                yield chunks[self._next - 1]
+            self._finish()
 
         async def __aiter__(self) -> Any:
-            for chunk in self._chunks:
+            for chunk in self.__iter__():
                 yield chunk
+
+        def close(self) -> None:
+            self._finish()
+
+        async def aclose(self) -> None:
+            self._finish()
 
     def served(answer: Answer, request: Any) -> Any:
         return module.Response(
             answer.status,
             headers=[("content-type", answer.content_type)],
-            stream=Served(answer.chunks),
+            stream=Served(answer),
             request=request,
         )
 

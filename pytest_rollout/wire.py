@@ -91,25 +91,37 @@ def api_for(method: str, path: str) -> Api | None:
 
 
 def key_messages(messages: list[Any]) -> list[Any]:
-    """A copy of ``messages`` with every string under ``id``, ``call_id``, ``tool_call_id``
-    and ``tool_use_id`` (at any depth) replaced by ``"id-1"``, ``"id-2"``, ... in order of
-    first appearance; the same id always gets the same placeholder."""
+    """A copy of ``messages`` whose volatile ids are replaced by ``"id-1"``, ``"id-2"``, ...
+    in order of first appearance (the same id always gets the same placeholder).
+
+    Ids are replaced only where the APIs put them: the ``id``, ``call_id``, ``tool_call_id``
+    and ``tool_use_id`` of a message or Responses item, of its ``tool_calls`` entries, and of
+    its content blocks. A tool's own arguments or input (``{"id": "order-17"}``) are data,
+    and stay as they are.
+    """
     names: dict[str, str] = {}
 
-    def walk(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            out: dict[Any, Any] = {}
-            for key, item in value.items():
-                if key in _ID_KEYS and isinstance(item, str):
-                    out[key] = names.setdefault(item, f"id-{len(names) + 1}")
-                else:
-                    out[key] = walk(item)
-            return out
-        if isinstance(value, list | tuple):
-            return [walk(item) for item in value]
-        return value
+    def ids(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        return {
+            key: names.setdefault(item, f"id-{len(names) + 1}")
+            if key in _ID_KEYS and isinstance(item, str)
+            else item
+            for key, item in value.items()
+        }
 
-    return [walk(message) for message in messages]
+    def message(value: Any) -> Any:
+        found = ids(value)
+        if not isinstance(found, dict):
+            return found
+        for key in ("tool_calls", "content"):
+            parts = found.get(key)
+            if isinstance(parts, list):
+                found[key] = [ids(part) for part in parts]
+        return found
+
+    return [message(m) for m in messages]
 
 
 # --------------------------------------------------------------------------- raw responses
@@ -128,19 +140,42 @@ def raw_response(status: int, content_type: str, body: bytes) -> dict[str, Any]:
     media = _media_type(content_type)
     if media == "text/event-stream":
         frames = parse_frames(body)
-        if frames or not body.strip():
+        if (frames or not body.strip()) and _fits(frames):
             raw["frames"] = frames
             return raw
-        # Not a stream after all (an error page sent as one): keep what was said.
-    if media == "application/json" or media.endswith("+json"):
+        # Not a stream after all (an error page sent as one), or a stream too long to keep
+        # frame by frame: keep what was said, as text.
+    elif media == "application/json" or media.endswith("+json"):
         try:
-            raw["json"] = orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError:
             pass
         else:
-            return raw
+            if _fits(value):
+                raw["json"] = value
+                return raw
     raw["text"] = body.decode("utf-8", errors="replace")
     return raw
+
+
+#: How many JSON elements a parsed response may hold; more is kept as one text string, so
+#: that its event stays well within the loader's element limit per line (DESIGN 3.1).
+RAW_ELEMENTS: Final = 40_000
+
+
+def _fits(value: Any, budget: int = RAW_ELEMENTS) -> bool:
+    """Whether ``value`` holds at most ``budget`` JSON elements (counting stops early)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def response_body(raw: Mapping[str, Any]) -> tuple[int, str, bytes]:

@@ -24,6 +24,7 @@ from typing import Any, Final
 import orjson
 
 from .errors import RolloutError
+from .sse import parse_frames
 from .turns import ToolCall, Turn
 
 __all__ = ["VOLATILE_PARAMS", "Api", "WireFormatError", "WireRequest"]
@@ -37,9 +38,12 @@ class WireFormatError(RolloutError):
 
 #: Top-level request keys that never belong to a request's identity: they change from run
 #: to run (or user to user) without changing what is asked.
-VOLATILE_PARAMS: Final = frozenset(
-    {"previous_response_id", "prompt_cache_key", "safety_identifier", "user", "metadata"}
-)
+VOLATILE_PARAMS: Final = frozenset({"prompt_cache_key", "safety_identifier", "user", "metadata"})
+
+#: Parameters that name a volatile id: whether one is given counts, not which (a Responses
+#: conversation threaded by ``previous_response_id`` is not the same as a fresh one).
+ID_PARAMS: Final = frozenset({"previous_response_id"})
+ID_PLACEHOLDER: Final = "id-given"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +185,11 @@ class Api:
         if model is not None and not isinstance(model, str):
             raise WireFormatError(f"{where}: 'model' must be a string, got {type(model).__name__}")
         skipped = self._message_keys | VOLATILE_PARAMS | {"tools"}
-        params = {k: v for k, v in data.items() if k not in skipped}
+        params = {
+            k: ID_PLACEHOLDER if k in ID_PARAMS and isinstance(v, str) else v
+            for k, v in data.items()
+            if k not in skipped
+        }
         return WireRequest(
             api=self.name,
             provider=self.provider,
@@ -203,4 +211,13 @@ class Api:
             return self._read_frames(_list(raw["frames"]))
         if "json" in raw:
             return self._read_json(raw["json"])
+        text = raw.get("text")
+        if isinstance(text, str):  # a long stream or body, kept as text
+            content_type = str(raw.get("content_type", "")).split(";", 1)[0].strip().lower()
+            if content_type == "text/event-stream":
+                return self._read_frames(parse_frames(text.encode("utf-8")))
+            try:
+                return self._read_json(orjson.loads(text))
+            except orjson.JSONDecodeError:
+                return Turn()
         return Turn()

@@ -503,3 +503,137 @@ def test_a_turn_that_cannot_be_recorded_leaves_a_gap_and_the_test_goes_on(
     assert reply.choices[0].message.content == "hello"
     types = [e.type for e in session.recorder.rollout().events]
     assert types == ["run.started", "recorder.drop_detected", "run.completed"]
+
+
+def _mid_stream_agent(session: RolloutSession, transport: Any) -> str:
+    """Runs each tool as soon as the stream has finished its tool_use block, while the
+    stream is still open, as streaming agents do."""
+    client = session.anthropic(transport=transport, api_key="sk-test", base_url=ANTHROPIC_BASE_URL)
+    tools = session.tools({"get_weather": get_weather})
+    messages: list[Any] = [{"role": "user", "content": PROMPT}]
+    with session.run(prompt=PROMPT) as run:
+        for _ in range(4):
+            request = {"model": "claude-haiku-4-5", "max_tokens": 100, "messages": messages}
+            results = []
+            with client.messages.stream(**request) as stream:
+                for event in stream:
+                    if (
+                        event.type == "content_block_stop"
+                        and event.content_block.type == "tool_use"
+                    ):
+                        use = event.content_block
+                        output = tools[use.name](**use.input)
+                        results.append((use, output))
+                message = stream.get_final_message()
+            if not results:
+                run.output = message.content[0].text
+                break
+            messages.append({"role": "assistant", "content": message.content})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": u.id, "content": str(o)}
+                        for u, o in results
+                    ],
+                }
+            )
+    session.close()
+    return str(run.output)
+
+
+def test_a_tool_run_while_the_stream_is_open_records_and_replays() -> None:
+    session = _session(Mode.RECORD)
+    assert _mid_stream_agent(session, FakeModel(ANTHROPIC_MESSAGES, SCRIPT).transport()) == ANSWER
+    golden = session.recorder.rollout()  # loads: the tool call sits inside its turn's step
+    types = [(e.step, e.type) for e in golden.events if e.step == 1]
+    assert types[0] == (1, LLM_TURN_STARTED)
+    assert (1, "tool.call.started") in types
+    assert types.index((1, "tool.call.started")) < types.index((1, LLM_TURN_COMPLETED))
+    replay = _session(Mode.DRY, golden)
+    assert _mid_stream_agent(replay, offline_transport()) == ANSWER
+    assert replay.verdict().matched, replay.verdict().divergences
+
+
+def test_a_body_cut_short_is_not_a_turn_and_its_retry_is() -> None:
+    fake = FakeModel(OPENAI_CHAT, (Say("hello"), Say("hello")))
+    attempts: list[int] = []
+
+    class Cut(httpx2.SyncByteStream):
+        def __init__(self, body: bytes) -> None:
+            self.body = body
+
+        def __iter__(self) -> Any:
+            yield self.body[:10]
+            raise httpx2.ReadError("connection reset")
+
+    def flaky(request: httpx2.Request) -> httpx2.Response:
+        response = fake.handler(request)
+        attempts.append(1)
+        if len(attempts) == 1:
+            return httpx2.Response(200, headers=response.headers, stream=Cut(response.read()))
+        return response
+
+    session = _session(Mode.RECORD)
+    client = session.openai(
+        transport=httpx2.MockTransport(flaky),
+        api_key="sk-test",
+        base_url=OPENAI_BASE_URL,
+        max_retries=1,
+    )
+    client._sleep_for_retry = lambda **_: None
+    with session.run():
+        assert _hi(client).choices[0].message.content == "hello"
+    session.close()
+    assert len(attempts) == 2
+    golden = session.recorder.rollout()
+    types = [e.type for e in golden.events]
+    assert types.count(LLM_TURN_STARTED) == 1
+    assert types.count(LLM_TURN_COMPLETED) == 1
+    replay = _session(Mode.DRY, golden)
+    client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
+    with replay.run():
+        assert _hi(client).choices[0].message.content == "hello"
+
+
+def test_a_long_stream_is_kept_as_text_and_still_replays() -> None:
+    pieces = 8000  # one token each: past what a line of the format may hold as JSON
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+    stream = b"".join(
+        [chunk({"role": "assistant", "content": ""})]
+        + [chunk({"content": "a"}) for _ in range(pieces)]
+        + [chunk({}, "stop"), b"data: [DONE]\n\n"]
+    )
+
+    def long_answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=stream)
+
+    def ask(session: RolloutSession, transport: Any) -> str:
+        client = session.openai(transport=transport, api_key="sk-test", base_url=OPENAI_BASE_URL)
+        with session.run() as run:
+            chunks = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            run.output = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        session.close()
+        return str(run.output)
+
+    session = _session(Mode.RECORD)
+    assert ask(session, httpx2.MockTransport(long_answer)) == "a" * pieces
+    golden = session.recorder.rollout()  # within the loader's limits
+    [turn] = [e for e in golden.events if e.type == LLM_TURN_COMPLETED]
+    assert turn.data["content"] == "a" * pieces
+    assert "text" in turn.data["raw"]
+    replay = _session(Mode.DRY, golden)
+    assert ask(replay, offline_transport()) == "a" * pieces
+    assert replay.verdict().matched

@@ -858,7 +858,12 @@ def test_responses_request_with_instructions_and_string_input() -> None:
         {"role": "user", "content": "Weather in Paris?"},
     ]
     assert request.tools == [GET_WEATHER_TOOL]
-    assert request.params == {"model": "gpt-4.1", "store": False}
+    # which response it follows is volatile; that it follows one is not
+    assert request.params == {
+        "model": "gpt-4.1",
+        "previous_response_id": "id-given",
+        "store": False,
+    }
     assert request.stream is False
 
 
@@ -1245,3 +1250,31 @@ def test_anthropic_sdk_json_and_count_tokens_path() -> None:
 def test_a_stream_event_type_of_another_type_is_not_an_error(kind: object) -> None:
     for api in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES):
         assert api.turn({"frames": [{"data": {"type": kind, "response": {}}}]}) is not None
+
+
+def test_key_messages_renames_the_apis_ids_but_not_a_tools_own_data() -> None:
+    from pytest_rollout.wire import key_messages
+
+    messages = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_9", "name": "cancel", "input": {"id": "ord-17"}}
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9"}]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "call_4", "function": {"name": "f", "arguments": '{"id": "x"}'}}],
+        },
+        {"type": "function_call", "id": "fc_1", "call_id": "call_5", "arguments": "{}"},
+    ]
+    keyed = key_messages(messages)
+    assert keyed[0]["content"][0]["id"] == "id-1"
+    assert keyed[0]["content"][0]["input"] == {"id": "ord-17"}
+    assert keyed[1]["content"][0]["tool_use_id"] == "id-1"
+    assert keyed[2]["tool_calls"][0]["id"] == "id-2"
+    assert keyed[3]["id"] == "id-3"
+    assert keyed[3]["call_id"] == "id-4"
+    other = [dict(messages[0], content=[dict(messages[0]["content"][0], input={"id": "ord-99"})])]
+    assert key_messages(other) != key_messages(messages[:1])
