@@ -82,6 +82,8 @@ MARKER_DOC = (
     "mode (redacted, hashed, full or none) and analyzers to turn on"
 )
 REDACTION_MODES = tuple(m.value for m in RedactionMode)
+#: The largest run the HTML report carries itself when it was not saved to a file.
+REPORT_RUN_BYTES = 8 * 1024 * 1024
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -716,12 +718,18 @@ class RolloutPlugin:
                 if not verdict.matched:
                     lines = tuple(render_verdict(verdict, verbose=self.config.get_verbosity()))
         run = session.recorder.path
+        run_data = None
+        if lines and run is None:  # saved nowhere: the report carries it (bounded)
+            data = session.recorder.getvalue()
+            if len(data) <= REPORT_RUN_BYTES:
+                run_data = data.decode("utf-8", errors="replace")
         return ReportItem(
             test_id=item.nodeid,
             status=status,
             golden=str(golden),
             run=None if run is None else os.path.abspath(run),
             lines=lines,
+            run_data=run_data,
         )
 
     def _write_report(self) -> None:

@@ -25,7 +25,9 @@ _ORDER = {"failed": 0, "error": 1, "passed": 2, "recorded": 3, "skipped": 4}
 class ReportItem:
     """One rollout test of the session: how it ended and where its runs are.
 
-    ``lines`` is the failure report when the run left its golden (the text pytest showed).
+    ``lines`` is the failure report when the run left its golden (the text pytest showed);
+    ``run_data`` is that run itself when it was saved nowhere (no cache, no capture
+    directory), so that the report can still set it beside its golden.
     """
 
     test_id: str
@@ -33,6 +35,7 @@ class ReportItem:
     golden: str | None = None
     run: str | None = None
     lines: tuple[str, ...] = ()
+    run_data: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +44,7 @@ class ReportItem:
             "golden": self.golden,
             "run": self.run,
             "lines": list(self.lines),
+            "run_data": self.run_data,
         }
 
     @classmethod
@@ -51,6 +55,7 @@ class ReportItem:
             golden=data.get("golden"),
             run=data.get("run"),
             lines=tuple(str(line) for line in data.get("lines") or ()),
+            run_data=data.get("run_data"),
         )
 
 
@@ -59,11 +64,25 @@ def _exists(path: str | None) -> bool:
 
 
 def _entry(item: ReportItem) -> dict[str, Any]:
-    if item.lines and item.golden is not None and _exists(item.run):
-        assert item.run is not None
-        return diff_entry(
-            item.golden, item.run, name=item.test_id, status=item.status, report_lines=item.lines
-        )
+    if item.lines and item.golden is not None:
+        if _exists(item.run):
+            assert item.run is not None
+            return diff_entry(
+                item.golden,
+                item.run,
+                name=item.test_id,
+                status=item.status,
+                report_lines=item.lines,
+            )
+        if item.run_data is not None:
+            return diff_entry(
+                item.golden,
+                "this run (not saved)",
+                name=item.test_id,
+                status=item.status,
+                run=item.run_data.encode("utf-8"),
+                report_lines=item.lines,
+            )
     # Nothing to set side by side: show the run (or, when it was not saved, the golden).
     shown = item.run if _exists(item.run) else item.golden
     if shown is None:

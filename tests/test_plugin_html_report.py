@@ -58,3 +58,18 @@ def test_a_recording_session_reports_what_it_recorded(pytester: pytest.Pytester)
     result = record(pytester, "--rollout-report=report.html")
     result.assert_outcomes(passed=1)
     assert '"recorded"' in _page_text(pytester.path / "report.html")
+
+
+def test_a_run_saved_nowhere_is_still_set_beside_its_golden(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_project(pytester, test_weather=WEATHER_TEST)
+    record(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("AGENT_CHANGE", "argument")
+    result = run(pytester, (), "-p", "no:cacheprovider", "--rollout-report=report.html")
+    result.assert_outcomes(failed=1)
+    found = _DATA.search((pytester.path / "report.html").read_text(encoding="utf-8"))
+    assert found is not None
+    [entry] = orjson.loads(found.group(1))["entries"]
+    assert entry["kind"] == "diff"
+    assert entry["comparison"]["first"]["step"] == 1
