@@ -596,6 +596,11 @@ _MARKER_OPEN: Final = "[REDACTED:"
 _LEAVES: Final = frozenset({int, float, bool})
 
 
+#: How many times a string is passed through the rules at most (each replacement can make
+#: a boundary that lets another rule match; in practice two passes are the most needed).
+_MAX_PASSES: Final = 8
+
+
 def _is_marker(text: str) -> bool:
     return text.startswith(_MARKER_OPEN) and _MARKER.fullmatch(text) is not None
 
@@ -833,6 +838,17 @@ class Redactor:
     def _text(self, text: str) -> str:
         if self._clean(text):
             return text
+        # A marker ends in "]", a token boundary: what stood glued to a secret can be one
+        # itself once the secret is replaced, so passes repeat until nothing changes.
+        result = text
+        for _ in range(_MAX_PASSES):
+            before = result
+            result = self._pass(result)
+            if result == before:
+                break
+        return result
+
+    def _pass(self, text: str) -> str:
         result = text
         for step in self._steps:
             if _MARKER_OPEN in result:

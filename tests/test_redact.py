@@ -908,3 +908,12 @@ def test_ordinary_payloads_are_never_decoded(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(orjson, "loads", refuse)
     for payload in payloads:
         assert redactor.redact_payload(payload) is payload
+
+
+def test_a_secret_glued_to_another_is_redacted_in_one_go() -> None:
+    """Replacing the first secret leaves a boundary before the second; redaction must not
+    need a second call to find it (it is idempotent)."""
+    redactor = Redactor()
+    once = redactor.redact({"note": "AKIAABCDEFGHIJKLMNOPxoxb-tokentoken"})
+    assert once == {"note": "[REDACTED:aws-access-key][REDACTED:slack-token]"}
+    assert redactor.redact(once) == once
