@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,9 @@ from test_viewer import (
     record_trip,
 )
 
+from pytest_rollout.view_server import ViewServer
 from pytest_rollout.viewer import (
-    content_security_policy,
     diff_entry,
-    page_data,
     render_page,
     run_entry,
 )
@@ -334,77 +332,43 @@ def test_a_hostile_rollout_runs_no_script(watched: Watched, tmp_path: Path) -> N
     watched.assert_clean(url)
 
 
-@dataclass
-class Served:
-    url: str
-    requests: list[tuple[str, str | None]]
-
-
 @pytest.fixture
-def server(report: tuple[str, list[dict[str, Any]]]) -> Iterator[Served]:
-    """The page over HTTP on 127.0.0.1: ``/`` the page, ``/data`` its data for the token."""
+def server(report: tuple[str, list[dict[str, Any]]]) -> Iterator[ViewServer]:
+    """``rollout view --serve``'s own server, on 127.0.0.1."""
     _, entries = report
-    page = render_page("Served", entries, data_url="/data").encode()
-    data = page_data("Served", entries)
-    requests: list[tuple[str, str | None]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            token = self.headers.get("X-Rollout-Token")
-            requests.append((self.path, token))
-            if self.path == "/":
-                self.reply(200, "text/html; charset=utf-8", page)
-            elif self.path == "/data" and token == "s3cret":
-                self.reply(200, "application/json", data)
-            elif self.path == "/data":
-                self.reply(403, "text/plain", b"wrong token")
-            else:
-                self.reply(404, "text/plain", b"not found")
-
-        def reply(self, status: int, kind: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Content-Security-Policy", content_security_policy())
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    served = ViewServer("Served", entries)
+    thread = threading.Thread(target=served.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(f"http://127.0.0.1:{httpd.server_address[1]}/", requests)
+        yield served
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        served.shutdown()
         thread.join()
 
 
-def test_the_served_page_fetches_its_data_with_the_token(watched: Watched, server: Served) -> None:
-    watched.open(server.url + "#token=s3cret")
+def test_the_served_page_fetches_its_data_with_the_token(
+    watched: Watched, server: ViewServer
+) -> None:
+    watched.open(server.url)
     page = watched.page
     expect(page.locator(".entry")).to_have_count(4)
     expect(page.locator(".step-row.first-divergence")).to_be_in_viewport()
-    assert ("/data", "s3cret") in server.requests
-    watched.assert_clean(server.url, server.url + "data")
+    root = f"http://127.0.0.1:{server.port}/"
+    watched.assert_clean(root, root + "data.json")
 
 
-def test_the_served_page_says_when_the_fetch_fails(watched: Watched, server: Served) -> None:
+def test_the_served_page_says_when_the_fetch_fails(watched: Watched, server: ViewServer) -> None:
+    root = f"http://127.0.0.1:{server.port}/"
     # The 403 is logged by the browser as a failed resource: expected here.
-    watched.open(server.url + "#token=wrong", state="error")
+    watched.open(root + "#token=wrong", state="error")
     notice = watched.page.locator("#view .notice")
-    expect(notice).to_contain_text("Could not load the rollout data from /data")
+    expect(notice).to_contain_text("Could not load the rollout data from /data.json")
     expect(notice).to_contain_text("403")
     assert watched.page.locator(".entry").count() == 0
     assert [e for e in watched.errors if "403" not in e] == []
     watched.errors.clear()
-    watched.open(server.url, state="error")
+    watched.open(root, state="error")
     expect(notice).to_contain_text("no #token=")
-    assert ("/data", "") in server.requests
 
 
 def timed_open(watched: Watched, path: Path, entries: list[dict[str, Any]], wait_for: str) -> str:
