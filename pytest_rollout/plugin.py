@@ -419,7 +419,19 @@ def _analyzer_options(config: pytest.Config) -> AnalyzerOptions:
             options["hmac_key"] = secret.encode()
         return AnalyzerOptions(**options)
     except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        message = str(exc)
+        for name, key in _ANALYZER_KEYS.items():  # name the ini key the user wrote
+            if message.startswith(name + " "):
+                message = key + message.removeprefix(name)
+        raise pytest.UsageError(message) from None
+
+
+#: The ini key behind each analyzer option, for error messages.
+_ANALYZER_KEYS = {
+    "cost_multiplier": "rollout_cost_anomaly_multiplier",
+    "context_threshold": "rollout_context_window_threshold",
+    "error_chain_calls": "rollout_error_chain_calls",
+}
 
 
 def _rule(line: str) -> Rule:

@@ -156,3 +156,46 @@ def test_the_audit_trail_is_not_written_unless_asked(
     monkeypatch.setenv("ROLLOUT_DIR", str(pytester.path / "runs"))
     record(pytester).assert_outcomes(passed=1)
     assert not list(Path(pytester.path / "runs").glob("*/audit.jsonl"))
+
+
+@pytest.mark.parametrize(
+    ("ini", "error"),
+    [
+        (
+            "rollout_cost_anomaly_multiplier = -1",
+            "ERROR: rollout_cost_anomaly_multiplier must be a finite number above 0, got -1.0",
+        ),
+        ("rollout_error_chain_calls = many", "ERROR: rollout_error_chain_calls must be a number*"),
+        (
+            "rollout_context_windows =\n    gpt-4o-mini=lots",
+            "ERROR: rollout_context_windows: write each line as MODEL=TOKENS, "
+            "got 'gpt-4o-mini=lots'",
+        ),
+    ],
+)
+def test_a_bad_analyzer_setting_names_its_ini_key(
+    pytester: pytest.Pytester, ini: str, error: str
+) -> None:
+    write_project(pytester, test_weather=WEATHER_TEST)
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    result = pytester.runpytest_inprocess(*IN_PROCESS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([error])
+
+
+def test_the_context_window_table_takes_the_ini_keys(pytester: pytest.Pytester) -> None:
+    write_project(pytester, test_weather=WEATHER_TEST)
+    pytester.makeini(
+        "[pytest]\nrollout_analyzers = context_window\n"
+        "rollout_context_windows =\n    scripted=100\nrollout_context_window_threshold = 0.5\n"
+    )
+    record(pytester).assert_outcomes(passed=1)
+    golden = pytester.path / "golden" / "test_weather" / "test_weather.jsonl"
+    warnings = [
+        orjson.loads(line)["data"]
+        for line in golden.read_bytes().splitlines()
+        if b'"context.window.warning"' in line
+    ]
+    assert warnings
+    assert {w["limit"] for w in warnings} == {100}
+    assert all(w["fraction"] >= 0.5 for w in warnings)
