@@ -13,13 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from .analyzers import Antipattern
-from .events import (
-    ERROR_FAMILIES,
-    LLM_TURN_COMPLETED,
-    TOOL_CALL_COMPLETED,
-    TOOL_CALL_STARTED,
-    Event,
-)
+from .events import ERROR_FAMILIES, LLM_TURN_COMPLETED, Event
+from .replay import Recording
 from .report import call_text, format_cost, value_text
 from .score import summarize
 
@@ -45,34 +40,22 @@ class ToolCallRecord:
 
 
 def tool_calls_by_name(events: Sequence[Event]) -> Mapping[str, tuple[ToolCallRecord, ...]]:
-    """The run's tool calls grouped by tool name, each group in call order."""
-    started: list[Event] = []
-    done: dict[Any, list[Event]] = {}
-    for event in events:
-        if event.type == TOOL_CALL_STARTED:
-            started.append(event)
-        elif event.type == TOOL_CALL_COMPLETED:
-            done.setdefault(_call_key(event), []).append(event)
+    """The run's tool calls grouped by tool name, each group in call order (paired with
+    their results as replay pairs them)."""
     grouped: dict[str, list[ToolCallRecord]] = {}
-    for event in started:
-        results = done.get(_call_key(event))
-        result = results.pop(0).data if results else {}
-        error = result.get("error")
-        name = str(event.data.get("name"))
-        grouped.setdefault(name, []).append(
-            ToolCallRecord(
-                step=event.step,
-                name=name,
-                arguments=event.data.get("arguments"),
-                output=result.get("output"),
-                error=error if isinstance(error, Mapping) else None,
+    calls = Recording.from_events(events).calls
+    for step in sorted(calls):
+        for call in calls[step]:
+            grouped.setdefault(call.name, []).append(
+                ToolCallRecord(
+                    step=call.step,
+                    name=call.name,
+                    arguments=call.arguments,
+                    output=call.output,
+                    error=call.error if isinstance(call.error, Mapping) else None,
+                )
             )
-        )
-    return MappingProxyType({name: tuple(calls) for name, calls in grouped.items()})
-
-
-def _call_key(event: Event) -> tuple[int, str, str]:
-    return event.step, str(event.data.get("name")), repr(event.data.get("call_id"))
+    return MappingProxyType({name: tuple(found) for name, found in grouped.items()})
 
 
 def error_events(events: Sequence[Event], error_types: Iterable[str] = ()) -> tuple[Event, ...]:

@@ -33,6 +33,9 @@ REPLAY_API_KEY: Final = "rollout-replay-no-key"
 
 _ASYNC_CLASSES: Final = frozenset({"AsyncOpenAI", "AsyncAnthropic"})
 
+#: The HTTP libraries the SDKs build on, the current one first.
+_HTTP_LIBRARIES: Final = ("httpx2", "httpx")
+
 
 class MissingPackageError(RolloutError):
     """A client was asked for whose package is not installed."""
@@ -49,14 +52,21 @@ def _import(name: str, wanted_by: str) -> ModuleType:
         ) from None
 
 
+def _library_of(cls: type) -> ModuleType | None:
+    """The HTTP library (``httpx2`` or ``httpx``) that ``cls`` or one of its bases is from."""
+    for base in cls.__mro__:
+        top = base.__module__.partition(".")[0]
+        if top in _HTTP_LIBRARIES:
+            return importlib.import_module(top)
+    return None
+
+
 def _http_module(transport: Any) -> ModuleType:
     """The HTTP library to build on: the one ``transport`` belongs to, else ``httpx2`` (what
     current SDKs use), else ``httpx``."""
-    if transport is not None:
-        name = type(transport).__module__.partition(".")[0]
-        if name in ("httpx2", "httpx"):
-            return importlib.import_module(name)
-    for name in ("httpx2", "httpx"):
+    if transport is not None and (found := _library_of(type(transport))) is not None:
+        return found
+    for name in _HTTP_LIBRARIES:
         try:
             return importlib.import_module(name)
         except ImportError:
@@ -102,14 +112,7 @@ def _sdk_http_client(
     default = getattr(sdk, name, None)
     if not isinstance(default, type):
         return http_client(session, transport, {}, asynchronous=asynchronous)
-    module = next(
-        (
-            importlib.import_module(top)
-            for base in default.__mro__
-            if (top := base.__module__.partition(".")[0]) in ("httpx2", "httpx")
-        ),
-        None,
-    )
+    module = _library_of(default)
     if module is None:
         return http_client(session, transport, {}, asynchronous=asynchronous)
     recording = _recording_transport(session, module, transport, asynchronous=asynchronous)

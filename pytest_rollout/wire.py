@@ -36,7 +36,7 @@ import orjson
 
 from .sse import parse_frames, render_frames
 from .wire_anthropic import ANTHROPIC_MESSAGES
-from .wire_api import VOLATILE_PARAMS, Api, WireFormatError, WireRequest, _int
+from .wire_api import VOLATILE_PARAMS, Api, WireFormatError, WireRequest, _int, media_type
 from .wire_openai import OPENAI_CHAT, OPENAI_RESPONSES
 
 __all__ = [
@@ -127,17 +127,13 @@ def key_messages(messages: list[Any]) -> list[Any]:
 # --------------------------------------------------------------------------- raw responses
 
 
-def _media_type(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
-
-
 def raw_response(status: int, content_type: str, body: bytes) -> dict[str, Any]:
     """The recorded form of a response: ``"frames"`` for ``text/event-stream`` (unless the
     body holds no frame but is not blank), ``"json"`` for a JSON media type
     (``application/json``, ``*+json``) whose body parses, ``"text"`` (UTF-8, undecodable
     bytes replaced) for anything else."""
     raw: dict[str, Any] = {"status": status, "content_type": content_type}
-    media = _media_type(content_type)
+    media = media_type(content_type)
     if media == "text/event-stream":
         frames = parse_frames(body)
         if (frames or not body.strip()) and _fits(frames):

@@ -27,7 +27,7 @@ from .errors import RolloutError
 from .sse import parse_frames
 from .turns import ToolCall, Turn
 
-__all__ = ["VOLATILE_PARAMS", "Api", "WireFormatError", "WireRequest"]
+__all__ = ["VOLATILE_PARAMS", "Api", "WireFormatError", "WireRequest", "media_type"]
 
 
 class WireFormatError(RolloutError):
@@ -134,8 +134,12 @@ class _StreamedCall:
 # --------------------------------------------------------------------------- requests
 
 
-def _load_body(api: str, path: str, body: bytes) -> dict[str, Any]:
-    where = f"{api} request (POST .../{path.lstrip('/')})"
+def media_type(content_type: str) -> str:
+    """``text/event-stream`` of ``text/event-stream; charset=utf-8``, lower-cased."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _load_body(where: str, body: bytes) -> dict[str, Any]:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -178,8 +182,8 @@ class Api:
         """The request a body carries. Raises :class:`WireFormatError` when the body is not
         a JSON object, or its messages (``messages``, ``input``, ``instructions``,
         ``system``) are not of the API's types, or its ``model`` is not a string."""
-        data = _load_body(self.name, self.path, body)
         where = f"{self.name} request (POST .../{self.path.lstrip('/')})"
+        data = _load_body(where, body)
         messages = self._messages(where, data)
         model = data.get("model")
         if model is not None and not isinstance(model, str):
@@ -213,8 +217,7 @@ class Api:
             return self._read_json(raw["json"])
         text = raw.get("text")
         if isinstance(text, str):  # a long stream or body, kept as text
-            content_type = str(raw.get("content_type", "")).split(";", 1)[0].strip().lower()
-            if content_type == "text/event-stream":
+            if media_type(str(raw.get("content_type", ""))) == "text/event-stream":
                 return self._read_frames(parse_frames(text.encode("utf-8")))
             try:
                 return self._read_json(orjson.loads(text))
