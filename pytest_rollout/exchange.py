@@ -192,7 +192,7 @@ class Exchange:
         t0 = time.perf_counter()
         fresh, key = self._messages(api, request)
         session = self.session
-        data = session.serve_sdk_turn(api.provider, request, fresh, key)
+        data = session.serve_sdk_turn(request, fresh, key)
         raw = data.get("raw")
         if not isinstance(raw, Mapping):
             raise RolloutError(
@@ -231,7 +231,7 @@ class Exchange:
     def open_turn(self, api: Api, request: WireRequest) -> None:
         """Write a live turn's ``llm.turn.started``."""
         fresh, key = self._messages(api, request)
-        self.session.open_sdk_turn(api.provider, request, fresh, key)
+        self.session.open_sdk_turn(request, fresh, key)
 
     def complete(
         self,

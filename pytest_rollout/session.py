@@ -406,29 +406,21 @@ class RolloutSession:
         replay = self.replay
         if replay is None or self.mode is not Mode.FULL:
             return
-        try:
+        with self._divergence_recorded():
             replay.begin_turn(self.recorder.step + 1)
-        except ReplayDivergenceError as exc:
-            self._divergence_event(exc)
-            raise
 
     def serve_sdk_turn(
-        self, provider: str, request: WireRequest, fresh: list[Any], key: list[Any]
+        self, request: WireRequest, fresh: list[Any], key: list[Any]
     ) -> Mapping[str, Any]:
         """Dry replay of an SDK request: its ``llm.turn.started``, and the recorded turn it
         matches (or a replay divergence)."""
-        self.open_sdk_turn(provider, request, fresh, key)
+        self.open_sdk_turn(request, fresh, key)
         replay = self.replay
         assert replay is not None
-        try:
+        with self._divergence_recorded():
             return replay.next_turn(key, request.tools, request.params, fresh)
-        except ReplayDivergenceError as exc:
-            self._divergence_event(exc)
-            raise
 
-    def open_sdk_turn(
-        self, provider: str, request: WireRequest, fresh: list[Any], key: list[Any]
-    ) -> None:
+    def open_sdk_turn(self, request: WireRequest, fresh: list[Any], key: list[Any]) -> None:
         """An SDK request's ``llm.turn.started``."""
         self._open_turn(fresh, key, request.tools, request.params)
 
@@ -551,7 +543,7 @@ class RolloutSession:
         """Fail when the run called a tool with the same arguments 3 or more times."""
         __tracebackhide__ = True  # pytest shows the test's line, not this one
         threshold = self.analyzer_options.antipattern_threshold
-        message = antipattern_failure(find_antipatterns(self.events(), threshold), threshold)
+        message = antipattern_failure(self.antipatterns, threshold)
         if message is not None:
             raise AssertionError(message)
 
@@ -647,11 +639,8 @@ class RolloutSession:
         )
         replay = self.replay
         if replay is not None and self.mode is Mode.FULL:
-            try:
+            with self._divergence_recorded():
                 replay.live_turn(self.recorder.step)
-            except ReplayDivergenceError as exc:
-                self._divergence_event(exc)
-                raise
 
     def _record_turn(
         self,
@@ -685,6 +674,15 @@ class RolloutSession:
                 call.claimed = True
                 return call.call_id
         return None
+
+    @contextmanager
+    def _divergence_recorded(self) -> Iterator[None]:
+        """A replay divergence raised inside is recorded as an event, then propagates."""
+        try:
+            yield
+        except ReplayDivergenceError as exc:
+            self._divergence_event(exc)
+            raise
 
     def _divergence_event(self, error: ReplayDivergenceError) -> None:
         d = error.divergence
