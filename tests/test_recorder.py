@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import stat
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -17,6 +19,7 @@ from pytest_rollout.events import Event
 from pytest_rollout.files import FILE_MODE
 from pytest_rollout.loader import Limits, load, loads
 from pytest_rollout.recorder import Recorder, RecorderStats, encode_payload
+from pytest_rollout.redact import Redactor
 
 # 2026-06-28T12:34:56Z, in nanoseconds since the epoch.
 T0 = 1_782_650_096 * 1_000_000_000
@@ -610,3 +613,117 @@ def test_closing_a_capped_file_twice_keeps_it(tmp_path: Path) -> None:
     assert path.read_bytes() == first
     assert load(path).events[0].type == "run.started"
     assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
+
+
+# -- batches: what emit does at once, and what waits ---------------------------------------
+
+
+def test_lines_are_stamped_with_the_time_of_emit_not_of_the_batch() -> None:
+    clock = ticking(step_ns=1_000)
+    rec = Recorder(clock=clock)
+    rec.emit("run.started", {})
+    rec.emit("hook.note", {})
+    for _ in range(5_000):  # time passes before the lines are made
+        clock()
+    rec.emit("run.completed", {})
+    assert [line["ts"] for line in lines_of(rec)] == [
+        "2026-06-28T12:34:56.000000Z",
+        "2026-06-28T12:34:56.000001Z",
+        "2026-06-28T12:34:56.005002Z",
+    ]
+
+
+def test_every_event_in_a_long_run_keeps_its_order_and_step() -> None:
+    rec = Recorder(clock=ticking())
+    rec.emit("run.started", {})
+    for turn in range(1, 301):  # many batches, with and without explicit steps
+        rec.emit("llm.turn.started", {"n": turn})
+        rec.emit("tool.call.started", {"n": turn, "step": turn} if turn % 3 else {"n": turn})
+        rec.emit("llm.turn.completed", {})
+    rec.emit("run.completed", {})
+    events = rec.rollout().events
+    assert [e.seq for e in events] == list(range(902))
+    assert [e.step for e in events[1:-1]] == [t for t in range(1, 301) for _ in range(3)]
+    assert [e.data["n"] for e in events if "n" in e.data] == [
+        t for t in range(1, 301) for _ in range(2)
+    ]
+
+
+def test_emitting_does_not_wait_while_another_thread_makes_lines() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowRedactor(Redactor):
+        def redact_payload(self, payload: bytes) -> bytes | None:
+            if b"slow" in payload:
+                entered.set()
+                release.wait(10)
+            return super().redact_payload(payload)
+
+    rec = Recorder(clock=ticking(), redactor=SlowRedactor(environ={}))
+    rec.emit("run.started", {"slow": True})
+    reader = threading.Thread(target=rec.getvalue)  # makes the line, held in the redactor
+    reader.start()
+    assert entered.wait(10)
+    for i in range(10):
+        rec.emit("hook.note", {"i": i})
+    assert reader.is_alive()  # the emits returned while the reader still held its batch
+    release.set()
+    reader.join(10)
+    rec.emit("run.completed", {})
+    events = rec.rollout().events
+    assert [e.data.get("i") for e in events[1:-1]] == list(range(10))
+    assert rec.stats.dropped == 0
+
+
+def test_a_failing_redactor_loses_only_the_event_it_failed_on() -> None:
+    class BrokenRedactor(Redactor):
+        def redact_payload(self, payload: bytes) -> bytes | None:
+            if b"boom" in payload:
+                raise RuntimeError("redactor bug")
+            return super().redact_payload(payload)
+
+    rec = Recorder(clock=ticking(), redactor=BrokenRedactor(environ={}))
+    start_run(rec)
+    rec.emit("tool.call.started", {"name": "boom"})
+    rec.emit("tool.call.started", {"name": "fine"})
+    rec.emit("run.completed", {})
+    events = rec.rollout().events
+    assert [(e.type, e.data) for e in events[2:4]] == [
+        ("recorder.drop_detected", {"step": 1, "dropped": 1}),
+        ("tool.call.started", {"name": "fine", "step": 1}),
+    ]
+    assert rec.stats.dropped == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the writeback hint is given on Linux only")
+def test_written_bytes_are_handed_to_writeback_as_they_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ranges: list[tuple[int, int]] = []
+    real = os.posix_fadvise
+
+    def advise(fd: int, offset: int, length: int, advice: int) -> None:
+        ranges.append((offset, length))
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", advise)
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, flush_every=4, clock=ticking())
+    run_of(rec, 20)
+    assert len(ranges) > 2  # in batches, not once at the end
+    assert [offset for offset, _ in ranges] == [0] + [o + n for o, n in ranges[:-1]]
+    assert sum(n for _, n in ranges) == path.stat().st_size == len(rec.getvalue())
+
+
+def test_a_refused_writeback_hint_is_no_write_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object) -> None:
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "posix_fadvise", refuse, raising=False)
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, flush_every=2, clock=ticking())
+    run_of(rec, 10)
+    assert rec.stats.write_errors == 0
+    assert path.read_bytes() == rec.getvalue()
