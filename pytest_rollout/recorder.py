@@ -235,17 +235,17 @@ class Recorder:
                 step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
                 implied = event_type != RUN_STARTED
                 data = {k: v for k, v in data.items() if k != "step"}  # a non-integer step
+            terminal = event_type in TERMINAL_TYPES
             try:
                 payload: bytes | None = _dumps(data, _default)
             except TypeError:
-                payload = self._encode_hard(data, event_type in TERMINAL_TYPES)
+                payload = self._encode_hard(data, terminal)
             pending = self._pending
             pending.append((self._clock(), event_type, payload, step, implied))
-            if event_type in TERMINAL_TYPES:
+            # Nothing below can fail: the event is in the run.
+            if terminal:
                 self._closed = True  # the run is whole: its lines are made at once
-                due = True
-            else:
-                due = len(pending) >= self._batch
+            due = terminal or len(pending) >= self._batch
         except Exception:  # the recorder must never break the run it records
             with contextlib.suppress(Exception):
                 self._pending.append(_LOST)

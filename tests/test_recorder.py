@@ -298,6 +298,19 @@ def test_payload_that_is_not_a_mapping_is_dropped_not_raised() -> None:
     assert rec.stats.dropped == 1
 
 
+@pytest.mark.parametrize("data", [{}, {"step": 1}, {"step": 7}])
+def test_an_event_type_that_is_not_a_string_is_one_drop(data: dict[str, Any]) -> None:
+    rec = Recorder(clock=ticking())
+    start_run(rec)
+    rec.emit(["not", "a", "type"], data)  # type: ignore[arg-type]
+    rec.emit("run.completed", {})
+    assert [e.type for e in rec.rollout().events][-2:] == [
+        "recorder.drop_detected",
+        "run.completed",
+    ]
+    assert rec.stats.dropped == 1
+
+
 @pytest.mark.parametrize("bad", UNENCODABLE)
 @pytest.mark.parametrize("terminal", ["run.completed", "run.failed"])
 def test_terminal_event_with_unencodable_data_is_still_recorded(bad: Any, terminal: str) -> None:
