@@ -160,11 +160,13 @@ class Recorder:
         self.path = None if path is None else os.fspath(path)
         self.redactor = redactor
         self._max_file_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
-        self._clock = clock
+        # A clock of the caller's may give floats: lines are made from whole nanoseconds.
+        self._clock = clock if clock is time.time_ns else lambda: int(clock())
         # What emit owns, under _lock: the order of events, their steps, the pending list.
         self._lock = threading.Lock()
         self._pending: list[_Pending] = []
         self._closed = False  # the terminal event was emitted, or close() called
+        self._close_called = False
         self._late = 0  # events emitted after that
         self._encode_errors = 0
         self._step = 0
@@ -184,7 +186,8 @@ class Recorder:
         self._cap = self._max_events - 2
         # Below this seq an event is admitted without further checks (0: always check).
         self._open_below = self._cap - 1
-        self._second_start = 0
+        # The first event's time is never in this "second": it formats its own.
+        self._second_start = -(2**63)
         self._head = b""  # '{"ts":"' and the current second, up to its '.'
         self._middles: dict[str, bytes] = {}  # ',"type":<type>,"data":' by type
         self._flush_every = flush_every
@@ -260,20 +263,21 @@ class Recorder:
         with self._drain_lock:
             self._drain_held()
 
-    def _drain_held(self) -> None:
+    def _drain_held(self) -> tuple[int, int]:
+        """Make lines of every pending event (the drain lock held); return the count of
+        events emitted after the run ended and of payloads that could not be encoded, as
+        they stood when the pending events were taken."""
         # Events emitted by other threads meanwhile go to a new list: emitting never waits
         # for a batch to be made into lines.
         with self._lock:
             batch = self._pending
             self._pending = []
+            counts = (self._late, self._encode_errors)
         if batch:
-            try:
-                self._process(batch)
-            except Exception:  # pragma: no cover - e.g. out of memory
-                self._dropped += len(batch)
-                self._gap += len(batch)
+            self._process(batch)
             if self._terminal_seen or self._seq >= self._flush_seq:
                 self._write_pending()
+        return counts
 
     def _process(self, batch: list[_Pending]) -> None:
         """Admit, redact and make lines of a batch of pending events (under the drain lock).
@@ -288,25 +292,32 @@ class Recorder:
         middles = self._middles
         second_start = self._second_start
         head = self._head
-        seq = self._seq
-        open_below = self._open_below
+        seq = start_seq = self._seq
+        open_below = start_open_below = self._open_below
+        made = 0  # event lines made
+        marked = 0  # lost events that the gap markers made account for
         ending_step = -1
         ending = b""
         for now, event_type, snapshot, step, implied in batch:
+            terminal = False
             try:
                 if snapshot is None:  # lost when it was emitted
                     self._dropped += 1
                     self._gap += 1
                     continue
+                terminal = event_type in TERMINAL_TYPES
                 if seq >= open_below:  # near the cap, or after the terminal event
                     self._seq = seq
-                    if not self._admit(event_type in TERMINAL_TYPES):
+                    if not self._admit(terminal):
                         continue
-                payload: bytes | None = snapshot
+                payload = snapshot
                 if redactor is not None:
-                    payload = self._redacted(snapshot, event_type in TERMINAL_TYPES)
-                if payload is None:
-                    continue
+                    redacted = self._redacted(snapshot, terminal)
+                    if redacted is None:
+                        continue
+                    if type(redacted) is not bytes:
+                        raise TypeError(f"the redactor returned {type(redacted).__name__}")
+                    payload = redacted
                 micros = (now - second_start) // 1000
                 if not 0 <= micros < 1_000_000:
                     micros = self._new_second(now) // 1000
@@ -314,14 +325,15 @@ class Recorder:
                     head = self._head
                 high = _DIGITS[micros // 1000]
                 low = _DIGITS[micros % 1000]
-                if self._gap:
-                    marker = b'{"step":%d,"dropped":%d}' % (step, self._gap)
-                    pieces += (head, high, low, _SEQ, b"%d" % seq, _DROP_MIDDLE, marker, _END)
-                    self._gap = 0
-                    seq += 1
                 middle = middles.get(event_type)
                 if middle is None:
                     middle = middles[event_type] = b',"type":%b,"data":' % _dumps(event_type)
+                if self._gap:
+                    marker = b'{"step":%d,"dropped":%d}' % (step, self._gap)
+                    pieces += (head, high, low, _SEQ, b"%d" % seq, _DROP_MIDDLE, marker, _END)
+                    marked += self._gap
+                    self._gap = 0
+                    seq += 1
                 if not implied:
                     pieces += (head, high, low, _SEQ, b"%d" % seq, middle, payload, _END)
                 else:
@@ -336,15 +348,33 @@ class Recorder:
                         data = b'{"step":%d}}\n' % step
                         pieces += (head, high, low, _SEQ, b"%d" % seq, middle, data)
                 seq += 1
-                if event_type in TERMINAL_TYPES:
+                made += 1
+                if terminal:
                     self._terminal_seen = True
                     open_below = self._open_below = 0
             except Exception:  # e.g. a redactor that failed: the event is lost, not the run
                 self._dropped += 1
                 self._gap += 1
+                if terminal:
+                    self._reopen()
+        try:
+            if pieces:
+                self._buffer += b"".join(pieces)
+        except Exception:  # out of memory: the batch's lines are lost, and counted
+            self._seq = start_seq
+            self._open_below = start_open_below
+            self._dropped += made
+            self._gap += made + marked
+            if self._terminal_seen and start_open_below:
+                self._terminal_seen = False
+                self._reopen()
+            return
         self._seq = seq
-        if pieces:
-            self._buffer += b"".join(pieces)
+
+    def _reopen(self) -> None:
+        """The terminal event was lost: let another one end the run (unless it was closed)."""
+        with self._lock:
+            self._closed = self._close_called
 
     def _redacted(self, snapshot: bytes, terminal: bool) -> bytes | None:
         """The payload with its secrets replaced, or ``None`` for an event withheld (mode
@@ -436,7 +466,8 @@ class Recorder:
             if _START_WRITEBACK is not None:
                 # Have the kernel start writing these bytes to disk now, while the run goes
                 # on, so that the fsync at close has little left to wait for. A hint: it
-                # changes nothing that is read back, and its failure is no write error.
+                # changes no byte, and its failure is no write error. Pages already on disk
+                # may leave the page cache: the recorder never reads its file back.
                 with contextlib.suppress(OSError):
                     os.posix_fadvise(fd, self._written, end - self._written, _START_WRITEBACK)
             self._written = end
@@ -522,7 +553,7 @@ class Recorder:
         """Write what is pending and put the file in place. Further events are dropped;
         closing again does nothing."""
         with self._lock:
-            self._closed = True
+            self._closed = self._close_called = True
         with self._drain_lock:
             self._drain_held()
             self._open_below = 0
@@ -555,17 +586,16 @@ class Recorder:
     @property
     def stats(self) -> RecorderStats:
         with self._drain_lock:
-            self._drain_held()
-            with self._lock:
-                return RecorderStats(
-                    recorded=self._seq,
-                    dropped=self._dropped + self._late,
-                    encode_errors=self._encode_errors,
-                    write_errors=self._write_errors,
-                    withheld=self._withheld,
-                    cut_from_file=self._cut_lines,
-                    leaked=self._leaked,
-                )
+            late, encode_errors = self._drain_held()
+            return RecorderStats(
+                recorded=self._seq,
+                dropped=self._dropped + late,
+                encode_errors=encode_errors,
+                write_errors=self._write_errors,
+                withheld=self._withheld,
+                cut_from_file=self._cut_lines,
+                leaked=self._leaked,
+            )
 
     def getvalue(self) -> bytes:
         """Every recorded line, as the bytes of a rollout file."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -740,3 +741,100 @@ def test_a_refused_writeback_hint_is_no_write_error(
     run_of(rec, 10)
     assert rec.stats.write_errors == 0
     assert path.read_bytes() == rec.getvalue()
+
+
+# -- batches that go wrong -------------------------------------------------------------------
+
+
+def test_a_clock_in_the_first_second_of_the_epoch_still_makes_json() -> None:
+    rec = Recorder(clock=itertools.count(0, 1_000).__next__)
+    rec.emit("run.started", {})
+    rec.emit("run.completed", {})
+    assert [e.ts for e in rec.rollout().events] == [
+        "1970-01-01T00:00:00.000000Z",
+        "1970-01-01T00:00:00.000001Z",
+    ]
+
+
+def test_a_clock_that_gives_floats_is_read_in_whole_nanoseconds() -> None:
+    now = iter([T0 + 0.5, T0 + 1_500.0])
+    rec = Recorder(clock=lambda: next(now))  # type: ignore[arg-type, return-value]
+    rec.emit("run.started", {})
+    rec.emit("run.completed", {})
+    assert [e.ts for e in rec.rollout().events] == [
+        "2026-06-28T12:34:56.000000Z",
+        "2026-06-28T12:34:56.000001Z",
+    ]
+
+
+def test_a_type_that_is_no_json_string_leaves_one_gap_marker() -> None:
+    rec = Recorder(clock=ticking())
+    start_run(rec)
+    rec.emit("hook.note", {"x": object()})  # lost as it is emitted
+    rec.emit(object(), {})  # type: ignore[arg-type]  # lost when its line is made
+    rec.emit("hook.note", {})
+    rec.emit("run.completed", {})
+    events = rec.rollout().events
+    assert [(e.type, e.data.get("dropped")) for e in events[2:4]] == [
+        ("recorder.drop_detected", 2),
+        ("hook.note", None),
+    ]
+
+
+def test_a_redactor_that_returns_no_bytes_loses_only_that_event() -> None:
+    class StrRedactor(Redactor):
+        def redact_payload(self, payload: bytes) -> bytes | None:
+            found = super().redact_payload(payload)
+            return payload.decode() if b"odd" in payload else found  # type: ignore[return-value]
+
+    rec = Recorder(clock=ticking(), redactor=StrRedactor(environ={}))
+    start_run(rec)
+    rec.emit("hook.note", {"odd": 1})
+    rec.emit("hook.note", {"fine": 1})
+    rec.emit("run.completed", {})
+    events = rec.rollout().events
+    assert [e.type for e in events[2:]] == ["recorder.drop_detected", "hook.note", "run.completed"]
+    assert rec.stats.dropped == 1
+
+
+def test_a_terminal_event_that_is_lost_lets_another_end_the_run() -> None:
+    class FussyRedactor(Redactor):
+        def redact_payload(self, payload: bytes) -> bytes | None:
+            if b"fussy" in payload:
+                raise RuntimeError("redactor bug")
+            return super().redact_payload(payload)
+
+    rec = Recorder(clock=ticking(), redactor=FussyRedactor(environ={}))
+    start_run(rec)
+    rec.emit("run.completed", {"output": "fussy"})
+    rec.emit("run.failed", {"error": {"class": "E", "message": "the run could not end"}})
+    assert [e.type for e in rec.rollout().events][-2:] == ["recorder.drop_detected", "run.failed"]
+    rec.close()
+    rec.emit("run.failed", {})  # once closed, the run stays as it is
+    assert rec.stats.dropped == 2
+
+
+def test_a_batch_that_cannot_be_kept_is_lost_whole_and_counted_once() -> None:
+    class FailOnce(bytearray):
+        failed = False
+
+        def __iadd__(self, other: Any) -> FailOnce:  # type: ignore[misc]
+            if not FailOnce.failed:
+                FailOnce.failed = True
+                raise MemoryError
+            return super().__iadd__(other)
+
+    rec = Recorder(clock=ticking())
+    rec._buffer = FailOnce()  # the first batch (run.started, a gap, two notes) is lost
+    rec.emit("run.started", {})
+    rec.emit("hook.note", {"x": object()})
+    rec.emit("hook.note", {"i": 1})
+    rec.emit("hook.note", {"i": 2})
+    rec.flush()
+    assert rec.getvalue() == b""
+    rec.emit("hook.note", {"i": 3})
+    rec.emit("run.completed", {})
+    lines = lines_of(rec)
+    assert [line["seq"] for line in lines] == [0, 1, 2]
+    assert lines[0]["data"] == {"step": 0, "dropped": 4}
+    assert rec.stats.dropped == 4
