@@ -111,6 +111,9 @@ class Comparison:
         return before[-1] if before else None
 
 
+#: A value orjson refuses without a ``default``: its event is decided by the canonical keys.
+_UNENCODABLE: Final = object()
+
 # Options of the fast identity (see _Run): with no `default`, orjson refuses (TypeError)
 # instead of encoding like their plain counterparts the subclasses of str, int, dict and
 # list, and dataclasses.
@@ -121,9 +124,10 @@ class _Run:
     """One side of a comparison, with cheap and exact equality tests between events.
 
     Canonical keys (sorted keys, rounded floats) cost a walk of every event. Instead, two
-    events are first compared by a fast identity: the orjson bytes, in insertion order and
-    unrounded, of ``[step, type, data]`` with the drop keys and ignore paths applied, paired
-    with that data. Equal identities (equal bytes *and* ``==`` data) imply equal canonical
+    events are first compared by a fast identity: the keys of the data that are kept (the
+    drop keys and ignore paths applied), in insertion order, then the orjson bytes,
+    unrounded, of the step, the type and those keys' values, then the values themselves.
+    Equal identities (equal keys, equal bytes *and* ``==`` values) imply equal canonical
     keys: equal bytes fix every value and its JSON kind (``1``, ``1.0`` and ``true`` encode
     differently) and so the result of rounding and of sorting keys; ``==`` rules out a tuple
     where the other side has a list (rounding descends into lists only), and the options
@@ -160,19 +164,46 @@ class _Run:
         return found
 
 
-def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any, Any]]:
+def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any, ...]]:
     drop = options.drop_keys | {"step"}
-    paths_for = options.paths_for if options.ignore_paths else None
+    # The ignore paths of each type met (none, for most types).
+    paths_by_type: dict[str, tuple[Any, ...]] = {}
+    paths_for = options.paths_for if options.ignore_paths else lambda event_type: ()
     dumps = orjson.dumps
+    # The kept keys of each key order met, and how to read their values: events of one
+    # type share a few, so this replaces a filtered copy of every event's data.
+    kept_by_keys: dict[tuple[str, ...], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 
-    def identity(event: Event) -> tuple[Any, Any]:
-        data = {k: v for k, v in event.data.items() if k not in drop}
-        if paths_for is not None and (paths := paths_for(event.type)):
-            data = _strip_paths(data, event.type, paths, ())
+    def kept_of(keys: tuple[str, ...]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+        if not all(type(k) is str for k in keys):  # not JSON: decided by the canonical keys
+            return (), lambda data: _UNENCODABLE
+        kept = tuple(k for k in keys if k not in drop)
+        if len(kept) == 1:
+            only = kept[0]
+            return kept, lambda data: (data[only],)
+        return kept, operator.itemgetter(*kept) if kept else lambda data: ()
+
+    def identity(event: Event) -> tuple[Any, ...]:
+        data = event.data
+        paths = paths_by_type.get(event.type)
+        if paths is None:
+            paths = paths_by_type[event.type] = paths_for(event.type)
+        if paths:
+            stripped = {k: v for k, v in data.items() if k not in drop}
+            stripped = _strip_paths(stripped, event.type, paths, ())
+            kept: Any = tuple(stripped)
+            values = tuple(stripped.values())
+        else:
+            keys = tuple(data)
+            found = kept_by_keys.get(keys)
+            if found is None:
+                found = kept_by_keys[keys] = kept_of(keys)
+            kept, read = found
+            values = read(data)
         try:
-            return dumps([event.step, event.type, data], option=_FAST_OPTION), data
+            return kept, dumps((event.step, event.type, values), option=_FAST_OPTION), values
         except TypeError:
-            return None, object()  # equal to nothing: decided by the canonical keys
+            return kept, None, object()  # equal to nothing: decided by the canonical keys
 
     return identity
 
@@ -238,7 +269,7 @@ def compare(
     # Raise for an event that cannot be canonicalized, as canonicalizing every event would:
     # those before `agreed` have been through `exact` already if their identity failed.
     for run in (ra, rb):
-        for offset, (fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
+        for offset, (_, fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
             if fast is None:
                 run.exact(agreed + offset)
     return Comparison(tuple(results), first)

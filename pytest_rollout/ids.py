@@ -21,15 +21,12 @@ __all__ = ["align_call_ids", "announced_ids"]
 def announced_ids(events: Sequence[Event]) -> list[str]:
     """The tool-call ids the run's turns announced, in order."""
     found: list[str] = []
-    for event in events:
-        if event.type != LLM_TURN_COMPLETED:
-            continue
-        calls = event.data.get("tool_calls")
-        if not isinstance(calls, list):
-            continue
-        found.extend(
-            c["id"] for c in calls if isinstance(c, Mapping) and isinstance(c.get("id"), str)
-        )
+    for data in [e.data for e in events if e.type == LLM_TURN_COMPLETED]:
+        calls = data.get("tool_calls")
+        if calls and isinstance(calls, list):
+            found.extend(
+                c["id"] for c in calls if isinstance(c, Mapping) and isinstance(c.get("id"), str)
+            )
     return found
 
 

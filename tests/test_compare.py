@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout.canonical import CanonicalOptions
+from pytest_rollout.canonical import CanonicalOptions, canonicalize
 from pytest_rollout.compare import FieldChange, StepStatus, compare, is_missing
 from pytest_rollout.events import Event
 from pytest_rollout.recorder import Recorder
@@ -302,3 +302,22 @@ def test_provider_tool_call_ids_are_not_drift() -> None:
     golden = _with_call_id(trip(), "call_abc")
     run = _with_call_id(trip(), "toolu_xyz")
     assert compare(golden, run).identical
+
+
+@pytest.mark.parametrize("key", [1, True, 1.0])
+def test_a_key_that_is_not_a_string_is_refused_as_canonicalization_refuses_it(key: Any) -> None:
+    # 1, True and 1.0 are equal dict keys in Python; no shortcut may call them the same.
+    a = (ev(0, "run.started"), ev(1, "hook.note", {"i": 1}))
+    b = (ev(0, "run.started"), ev(1, "hook.note", {key: 1}))
+    with pytest.raises(TypeError):
+        compare(a, b)
+    with pytest.raises(TypeError):
+        compare(b, b)
+
+
+@pytest.mark.parametrize("value", [(0.1 + 0.2,), (1, 2)])
+def test_a_tuple_is_not_taken_for_the_equal_list(value: tuple[Any, ...]) -> None:
+    a = (ev(0, "run.started"), ev(1, "hook.note", {"v": list(value)}))
+    b = (ev(0, "run.started"), ev(1, "hook.note", {"v": value}))
+    reference = [c.key for c in canonicalize(a)] == [c.key for c in canonicalize(b)]
+    assert compare(a, b).identical is reference
