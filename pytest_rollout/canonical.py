@@ -240,15 +240,21 @@ def canonical_bytes(value: Any) -> bytes:
     return _unhashed(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
 
-def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS) -> CanonicalEvent:
-    """The canonical form of one event."""
+def _compared_data(event: Event, options: CanonicalOptions) -> dict[str, Any]:
+    """A copy of the event's data without what is never compared: the drop keys, the step
+    (carried by the event itself) and the ignore paths of its type. Floats are unrounded."""
     drop = options.drop_keys
     data = {k: v for k, v in event.data.items() if k not in drop}
-    data.pop("step", None)  # carried by the event itself
+    data.pop("step", None)
     paths = options.paths_for(event.type)
     if paths:
         data = _strip_paths(data, event.type, paths, ())
-    data = _round_floats(data, options.float_digits)
+    return data
+
+
+def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS) -> CanonicalEvent:
+    """The canonical form of one event."""
+    data = _round_floats(_compared_data(event, options), options.float_digits)
     key = orjson.dumps([event.step, event.type, data], option=orjson.OPT_SORT_KEYS)
     unhashed = _unhashed(key)
     if unhashed is not key:

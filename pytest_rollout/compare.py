@@ -24,7 +24,7 @@ from .canonical import (
     DEFAULT_OPTIONS,
     CanonicalEvent,
     CanonicalOptions,
-    _strip_paths,
+    _compared_data,
     canonical_bytes,
     canonicalize_event,
 )
@@ -166,9 +166,7 @@ class _Run:
 
 def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any, ...]]:
     drop = options.drop_keys | {"step"}
-    # The ignore paths of each type met (none, for most types).
-    paths_by_type: dict[str, tuple[Any, ...]] = {}
-    paths_for = options.paths_for if options.ignore_paths else lambda event_type: ()
+    paths_for = options.paths_for if options.ignore_paths else None
     dumps = orjson.dumps
     # The kept keys of each key order met, and how to read their values: events of one
     # type share a few, so this replaces a filtered copy of every event's data.
@@ -185,12 +183,8 @@ def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any
 
     def identity(event: Event) -> tuple[Any, ...]:
         data = event.data
-        paths = paths_by_type.get(event.type)
-        if paths is None:
-            paths = paths_by_type[event.type] = paths_for(event.type)
-        if paths:
-            stripped = {k: v for k, v in data.items() if k not in drop}
-            stripped = _strip_paths(stripped, event.type, paths, ())
+        if paths_for is not None and paths_for(event.type):
+            stripped = _compared_data(event, options)
             kept: Any = tuple(stripped)
             values = tuple(stripped.values())
         else:
