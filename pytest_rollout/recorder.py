@@ -296,6 +296,7 @@ class Recorder:
         open_below = start_open_below = self._open_below
         made = 0  # event lines made
         marked = 0  # lost events that the gap markers made account for
+        ended = False  # the terminal event's line was made
         ending_step = -1
         ending = b""
         for now, event_type, snapshot, step, implied in batch:
@@ -350,7 +351,7 @@ class Recorder:
                 seq += 1
                 made += 1
                 if terminal:
-                    self._terminal_seen = True
+                    ended = self._terminal_seen = True
                     open_below = self._open_below = 0
             except Exception:  # e.g. a redactor that failed: the event is lost, not the run
                 self._dropped += 1
@@ -365,7 +366,7 @@ class Recorder:
             self._open_below = start_open_below
             self._dropped += made
             self._gap += made + marked
-            if self._terminal_seen and start_open_below:
+            if ended:
                 self._terminal_seen = False
                 self._reopen()
             return
