@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import orjson
 
-from .errors import RolloutError
+from .errors import RolloutFileError
 from .files import FILE_MODE, Unreadable, read_regular, sync_directory
 
 __all__ = [
@@ -84,19 +84,11 @@ _BOM: Final = b"\xef\xbb\xbf"
 _TAIL_CHUNK: Final = 64 * 1024
 
 
-class AuditError(RolloutError):
+class AuditError(RolloutFileError):
     """An audit file could not be read or appended to. ``path`` names the file, ``reason``
     says why."""
 
     __module__ = "pytest_rollout"
-
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        self.path = os.fspath(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
-
-    def __reduce__(self) -> tuple[type[AuditError], tuple[str, str]]:
-        return (type(self), (self.path, self.reason))
 
 
 # -- where and what --------------------------------------------------------------------

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["RolloutError", "RolloutFormatError", "RolloutWarning"]
+__all__ = ["RolloutError", "RolloutFileError", "RolloutFormatError", "RolloutWarning"]
 
 
 class RolloutError(Exception):
     """Root of every error pytest-rollout raises on purpose."""
 
     __module__ = "pytest_rollout"
+
+
+class RolloutFileError(RolloutError):
+    """An error about one file (a receipt, an audit trail): ``path`` names it and ``reason``
+    says why, in one sentence."""
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+    def __reduce__(self) -> tuple[type[RolloutFileError], tuple[str, str]]:
+        return (type(self), (self.path, self.reason))
 
 
 class RolloutFormatError(RolloutError):

@@ -29,7 +29,6 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
-import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from typing import Any, Final
 
 import orjson
 
-from .errors import RolloutError
+from .errors import RolloutFileError
 from .files import Unreadable, atomic_write, read_regular
 from .loader import read_rollout_bytes
 from .sanitize import excerpt, sanitize
@@ -76,18 +75,10 @@ _FIELDS: Final = frozenset({"receipt", "file", "sha256", "bytes", "events", "for
 _REDACTION_FIELDS: Final = frozenset({"mode", "rules_sha256"})
 
 
-class ReceiptError(RolloutError):
+class ReceiptError(RolloutFileError):
     """A receipt was refused: ``path`` names it and ``reason`` says what is wrong."""
 
     __module__ = "pytest_rollout"
-
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        self.path = os.fspath(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
-
-    def __reduce__(self) -> tuple[type[ReceiptError], tuple[str, str]]:
-        return (type(self), (self.path, self.reason))
 
 
 def receipt_path(golden: Path) -> Path:
