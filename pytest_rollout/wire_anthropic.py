@@ -22,6 +22,7 @@ from .wire_api import (
     _dict,
     _int,
     _list,
+    _reported_usage,
     _require_list,
     _str,
     _StreamedCall,
@@ -62,13 +63,7 @@ def _anthropic_json(body: Any) -> Turn:
             texts.append(text)
         elif block.get("type") == "tool_use":
             calls.append(_call(block.get("id"), block.get("name"), block.get("input")))
-    usage = _dict(body.get("usage"))
-    return _turn(
-        texts,
-        calls,
-        _usage(usage.get("input_tokens"), usage.get("output_tokens")),
-        body.get("model"),
-    )
+    return _turn(texts, calls, _reported_usage(body.get("usage")), body.get("model"))
 
 
 @dataclass

@@ -112,6 +112,16 @@ def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
     return {"input_tokens": tokens_in or 0, "output_tokens": tokens_out or 0}
 
 
+#: The names a usage object gives its input and output tokens (OpenAI Chat has its own).
+_TOKENS: Final = ("input_tokens", "output_tokens")
+
+
+def _reported_usage(usage: Any, names: tuple[str, str] = _TOKENS) -> dict[str, int] | None:
+    """The usage an API reports in a ``usage`` object whose token counts have ``names``."""
+    usage = _dict(usage)
+    return _usage(usage.get(names[0]), usage.get(names[1]))
+
+
 def _turn(
     texts: list[str], calls: list[ToolCall], usage: dict[str, int] | None, model: Any
 ) -> Turn:

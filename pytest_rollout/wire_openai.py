@@ -22,14 +22,17 @@ from .wire_api import (
     _dict,
     _int,
     _list,
+    _reported_usage,
     _require_list,
     _str,
     _StreamedCall,
     _turn,
-    _usage,
 )
 
 __all__ = ["OPENAI_CHAT", "OPENAI_RESPONSES"]
+
+#: Chat Completions names its token counts its own way.
+_CHAT_TOKENS: Final = ("prompt_tokens", "completion_tokens")
 
 
 # --------------------------------------------------------------------------- requests
@@ -82,13 +85,7 @@ def _chat_json(body: Any) -> Turn:
             continue
         function = _dict(call.get("function"))
         calls.append(_call(call.get("id"), function.get("name"), function.get("arguments")))
-    usage = _dict(body.get("usage"))
-    return _turn(
-        texts,
-        calls,
-        _usage(usage.get("prompt_tokens"), usage.get("completion_tokens")),
-        body.get("model"),
-    )
+    return _turn(texts, calls, _reported_usage(body.get("usage"), _CHAT_TOKENS), body.get("model"))
 
 
 def _chat_frames(frames: list[Any]) -> Turn:
@@ -101,10 +98,7 @@ def _chat_frames(frames: list[Any]) -> Turn:
         if _str(chunk.get("model")):
             model = chunk["model"]
         if isinstance(chunk.get("usage"), Mapping):
-            found = _usage(
-                chunk["usage"].get("prompt_tokens"), chunk["usage"].get("completion_tokens")
-            )
-            usage = found or usage
+            usage = _reported_usage(chunk["usage"], _CHAT_TOKENS) or usage
         for raw_choice in _list(chunk.get("choices")):
             choice = _dict(raw_choice)
             if (_int(choice.get("index")) or 0) != 0:  # n > 1: the first choice is the turn
@@ -153,13 +147,7 @@ def _responses_output(items: list[Any]) -> tuple[list[str], list[ToolCall]]:
 def _responses_json(body: Any) -> Turn:
     body = _dict(body)
     texts, calls = _responses_output(_list(body.get("output")))
-    usage = _dict(body.get("usage"))
-    return _turn(
-        texts,
-        calls,
-        _usage(usage.get("input_tokens"), usage.get("output_tokens")),
-        body.get("model"),
-    )
+    return _turn(texts, calls, _reported_usage(body.get("usage")), body.get("model"))
 
 
 _RESPONSES_FINAL: Final = frozenset(
