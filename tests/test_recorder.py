@@ -663,6 +663,19 @@ def test_every_event_in_a_long_run_keeps_its_order_and_step() -> None:
     ]
 
 
+class FailingRedactor(Redactor):
+    """The default redactor, except that it raises on a payload that holds ``marker``."""
+
+    def __init__(self, marker: bytes) -> None:
+        super().__init__(environ={})
+        self.marker = marker
+
+    def redact_payload(self, payload: bytes) -> bytes | None:
+        if self.marker in payload:
+            raise RuntimeError("redactor bug")
+        return super().redact_payload(payload)
+
+
 def test_emitting_does_not_wait_while_another_thread_makes_lines() -> None:
     entered, release = threading.Event(), threading.Event()
 
@@ -690,13 +703,7 @@ def test_emitting_does_not_wait_while_another_thread_makes_lines() -> None:
 
 
 def test_a_failing_redactor_loses_only_the_event_it_failed_on() -> None:
-    class BrokenRedactor(Redactor):
-        def redact_payload(self, payload: bytes) -> bytes | None:
-            if b"boom" in payload:
-                raise RuntimeError("redactor bug")
-            return super().redact_payload(payload)
-
-    rec = Recorder(clock=ticking(), redactor=BrokenRedactor(environ={}))
+    rec = Recorder(clock=ticking(), redactor=FailingRedactor(b"boom"))
     start_run(rec)
     rec.emit("tool.call.started", {"name": "boom"})
     rec.emit("tool.call.started", {"name": "fine"})
@@ -798,13 +805,7 @@ def test_a_redactor_that_returns_no_bytes_loses_only_that_event() -> None:
 
 
 def test_a_terminal_event_that_is_lost_lets_another_end_the_run() -> None:
-    class FussyRedactor(Redactor):
-        def redact_payload(self, payload: bytes) -> bytes | None:
-            if b"fussy" in payload:
-                raise RuntimeError("redactor bug")
-            return super().redact_payload(payload)
-
-    rec = Recorder(clock=ticking(), redactor=FussyRedactor(environ={}))
+    rec = Recorder(clock=ticking(), redactor=FailingRedactor(b"fussy"))
     start_run(rec)
     rec.emit("run.completed", {"output": "fussy"})
     rec.emit("run.failed", {"error": {"class": "E", "message": "the run could not end"}})
