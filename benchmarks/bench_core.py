@@ -41,7 +41,7 @@ import orjson
 
 import pytest_rollout
 from pytest_rollout import Recorder, compare, load, score, summarize
-from pytest_rollout.redact import Redactor
+from pytest_rollout.safety.redact import Redactor
 
 SEED = 20260628
 MAX_EVENTS_PER_STEP = 9  # turn started/completed, up to 3 tool calls x2, usage.delta

@@ -19,16 +19,18 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from . import __version__
-from .audit import AuditCheck, AuditError, verify_audit
-from .canonical import DEFAULT_OPTIONS, CanonicalOptions
-from .drift import drift_report
+from .diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from .diff.drift import drift_report
+from .diff.integrity import IntegrityReport
+from .diff.integrity import check as check_integrity
+from .diff.report import Labels, render_divergence, render_header, render_score
+from .diff.timeline import parse_step_range, render_show
 from .errors import RolloutError
-from .fork import ForkFormat
-from .fork import fork as fork_run
-from .integrity import IntegrityReport
-from .integrity import check as check_integrity
-from .loader import load, loads, read_rollout_bytes
-from .receipt import (
+from .format.loader import load, loads, read_rollout_bytes
+from .replay.fork import ForkFormat
+from .replay.fork import fork as fork_run
+from .safety.audit import AuditCheck, AuditError, verify_audit
+from .safety.receipt import (
     Receipt,
     ReceiptStatus,
     Verification,
@@ -38,10 +40,8 @@ from .receipt import (
     verify,
     write_receipt,
 )
-from .report import Labels, render_divergence, render_header, render_score
-from .sanitize import excerpt, sanitize, terminal_json
-from .timeline import parse_step_range, render_show
-from .view_command import view_command
+from .safety.sanitize import excerpt, sanitize, terminal_json
+from .view.command import view_command
 
 __all__ = ["main"]
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_rollout.analyzers import (
+from pytest_rollout.analysis.analyzers import (
     ANALYZERS,
     CONTEXT_WINDOWS,
     Analysis,
@@ -26,8 +26,8 @@ from pytest_rollout.analyzers import (
     parse_analyzers,
     tool_names,
 )
-from pytest_rollout.events import Event
-from pytest_rollout.pricing import PRICES, model_entry, price_for
+from pytest_rollout.format.events import Event
+from pytest_rollout.sdk.pricing import PRICES, model_entry, price_for
 
 Stream = Sequence[tuple[str, Any, Any]]
 HASH = hashlib.sha256(b"the request").hexdigest()

@@ -17,7 +17,8 @@ import orjson
 import pytest
 
 from pytest_rollout import RolloutError
-from pytest_rollout.audit import (
+from pytest_rollout.format.files import FILE_MODE
+from pytest_rollout.safety.audit import (
     AUDIT_EVENT_TYPES,
     GENESIS,
     MAX_FILE_BYTES,
@@ -33,7 +34,6 @@ from pytest_rollout.audit import (
     is_state_modifying,
     verify_audit,
 )
-from pytest_rollout.files import FILE_MODE
 
 T0 = datetime(2026, 6, 28, 12, 34, 56, tzinfo=UTC)
 EDITED = "its entry_hash does not match its content (the entry was edited)"

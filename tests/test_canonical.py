@@ -7,14 +7,14 @@ from typing import Any
 import orjson
 import pytest
 
-from pytest_rollout.canonical import (
+from pytest_rollout.diff.canonical import (
     DEFAULT_DROP_KEYS,
     CanonicalOptions,
     IgnorePath,
     canonicalize,
     canonicalize_event,
 )
-from pytest_rollout.events import Event
+from pytest_rollout.format.events import Event
 
 
 def ev(

@@ -12,8 +12,8 @@ import pytest
 from command import python_m
 from hostile import EVIL, assert_printable
 
-from pytest_rollout.audit import append_entry
 from pytest_rollout.cli import main
+from pytest_rollout.safety.audit import append_entry
 
 T0 = datetime(2026, 6, 28, 12, 34, 56, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from command import python_m
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
-from pytest_rollout.recorder import Recorder
+from pytest_rollout.format.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parent.parent
 # 2026-06-28T12:34:56Z

@@ -12,7 +12,7 @@ from command import python_m
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
-from pytest_rollout.recorder import Recorder
+from pytest_rollout.format.recorder import Recorder
 
 # 2026-06-28T12:34:56Z
 T0 = 1_782_650_096_000_000_000

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout.canonical import CanonicalOptions, canonicalize
-from pytest_rollout.compare import FieldChange, StepStatus, compare, is_missing
-from pytest_rollout.events import Event
-from pytest_rollout.recorder import Recorder
+from pytest_rollout.diff.canonical import CanonicalOptions, canonicalize
+from pytest_rollout.diff.compare import FieldChange, StepStatus, compare, is_missing
+from pytest_rollout.format.events import Event
+from pytest_rollout.format.recorder import Recorder
 
 SAME, D, A_ONLY, B_ONLY = (
     StepStatus.IDENTICAL,

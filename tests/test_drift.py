@@ -11,9 +11,9 @@ import pytest
 
 from pytest_rollout import Recorder
 from pytest_rollout.cli import main
-from pytest_rollout.divergence import Divergence, DivergenceKind
-from pytest_rollout.drift import ToolCallDrift, drift_report
-from pytest_rollout.events import Event
+from pytest_rollout.diff.divergence import Divergence, DivergenceKind
+from pytest_rollout.diff.drift import ToolCallDrift, drift_report
+from pytest_rollout.format.events import Event
 
 SYSTEM = "You are a weather assistant."
 

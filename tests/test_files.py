@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_rollout import RolloutError
-from pytest_rollout.files import FILE_MODE, SecretInFileError, atomic_write, contained
-from pytest_rollout.golden import WriteResult, write_golden
-from pytest_rollout.recorder import Recorder
+from pytest_rollout.format.files import FILE_MODE, SecretInFileError, atomic_write, contained
+from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.session.golden import WriteResult, write_golden
 
 
 def rollout_bytes(note: str = "a") -> bytes:

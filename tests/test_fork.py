@@ -11,8 +11,8 @@ import pytest
 
 from pytest_rollout import Recorder, RolloutError
 from pytest_rollout.cli import main
-from pytest_rollout.events import Event
-from pytest_rollout.fork import ForkError, fork
+from pytest_rollout.format.events import Event
+from pytest_rollout.replay.fork import ForkError, fork
 
 SYSTEM = {"role": "system", "content": "You are terse."}
 USER = {"role": "user", "content": "Weather in Oslo, in fahrenheit?"}
@@ -248,8 +248,8 @@ def test_cli_output_is_terminal_safe(tmp_path: Path) -> None:
 
 
 def test_fork_inside_a_test_uses_the_golden() -> None:
-    from pytest_rollout.loader import Rollout
-    from pytest_rollout.session import Mode, RolloutSession
+    from pytest_rollout.format.loader import Rollout
+    from pytest_rollout.session.engine import Mode, RolloutSession
 
     session = RolloutSession(
         test_id="t",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_fork import EVENTS, SYSTEM
 
-from pytest_rollout.fork import fork
+from pytest_rollout.replay.fork import fork
 
 pydantic = pytest.importorskip("pydantic")
 

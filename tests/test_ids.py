@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_rollout import Recorder
-from pytest_rollout.events import Event
-from pytest_rollout.ids import align_call_ids, announced_ids
+from pytest_rollout.format.events import Event
+from pytest_rollout.format.ids import align_call_ids, announced_ids
 
 
 def run(ids: list[str], *, city: str = "Paris") -> tuple[Event, ...]:

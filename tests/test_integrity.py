@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_rollout import Event, load, loads
-from pytest_rollout.integrity import IntegrityReport, Mismatch, check
+from pytest_rollout.diff.integrity import IntegrityReport, Mismatch, check
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDENS = sorted(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rollout.pricing import PRICES, Price, cost_usd, parse_price, price_for
+from pytest_rollout.sdk.pricing import PRICES, Price, cost_usd, parse_price, price_for
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,10 @@ from hostile import EVIL, assert_printable
 from hypothesis import given
 from hypothesis import strategies as st
 
-import pytest_rollout.receipt as receipt_module
+import pytest_rollout.safety.receipt as receipt_module
 from pytest_rollout import RolloutError, RolloutFormatError, loads
-from pytest_rollout.loader import read_rollout_bytes
-from pytest_rollout.receipt import (
+from pytest_rollout.format.loader import read_rollout_bytes
+from pytest_rollout.safety.receipt import (
     MAX_RECEIPT_BYTES,
     RECEIPT_SUFFIX,
     ROLLOUT_FORMAT,
@@ -662,7 +662,7 @@ def test_receipt_never_imports_pytest() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, pytest_rollout.receipt; "
+            "import sys, pytest_rollout.safety.receipt; "
             "sys.exit(bool({'pytest', '_pytest'} & set(sys.modules)))",
         ],
         check=False,

@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 import pytest
 
-from pytest_rollout.events import Event
-from pytest_rollout.files import FILE_MODE
-from pytest_rollout.loader import Limits, load, loads
-from pytest_rollout.recorder import Recorder, RecorderStats, encode_payload
-from pytest_rollout.redact import Redactor
+from pytest_rollout.format.events import Event
+from pytest_rollout.format.files import FILE_MODE
+from pytest_rollout.format.loader import Limits, load, loads
+from pytest_rollout.format.recorder import Recorder, RecorderStats, encode_payload
+from pytest_rollout.safety.redact import Redactor
 
 # 2026-06-28T12:34:56Z, in nanoseconds since the epoch.
 T0 = 1_782_650_096 * 1_000_000_000

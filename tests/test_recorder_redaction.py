@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_rollout.canonical import canonical_bytes, canonicalize
-from pytest_rollout.compare import compare
-from pytest_rollout.loader import load
-from pytest_rollout.recorder import Recorder
-from pytest_rollout.redact import RedactionMode, Redactor
+from pytest_rollout.diff.canonical import canonical_bytes, canonicalize
+from pytest_rollout.diff.compare import compare
+from pytest_rollout.format.loader import load
+from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.safety.redact import RedactionMode, Redactor
 
 KEY = "sk-proj-" + "Zq7Lm2Np4Rs6Tu8Vw0Xy1Ab3Cd5Ef7Gh9"
 OTHER_KEY = "sk-proj-" + "Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1"

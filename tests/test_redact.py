@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rollout.errors import RolloutError
-from pytest_rollout.redact import (
+from pytest_rollout.safety.redact import (
     BUILTIN_RULES,
     SECRET_KEYS,
     RedactionError,

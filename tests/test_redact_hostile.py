@@ -17,7 +17,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rollout.redact import RedactionMode, Redactor
+from pytest_rollout.safety.redact import RedactionMode, Redactor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ADVERSARIAL = r"""
 import sys, time
 import orjson
-from pytest_rollout.redact import Redactor
+from pytest_rollout.safety.redact import Redactor
 
 N = 200_000
 UNITS = [

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from pytest_rollout import RecordedProvider, Recorder, ReplayDivergenceError
-from pytest_rollout.divergence import Divergence, DivergenceKind
-from pytest_rollout.replay import (
+from pytest_rollout.diff.divergence import Divergence, DivergenceKind
+from pytest_rollout.replay.recorded import (
     RecordedToolError,
     Replay,
     new_messages,
@@ -121,7 +121,7 @@ def _raise_wrapped(divergence: ReplayDivergenceError, *, explicit: bool) -> None
 
 @pytest.mark.parametrize("explicit", [True, False])
 def test_a_divergence_is_found_behind_the_errors_that_wrap_it(explicit: bool) -> None:
-    from pytest_rollout.divergence import caused_by_divergence
+    from pytest_rollout.diff.divergence import caused_by_divergence
 
     divergence = ReplayDivergenceError(Divergence(DivergenceKind.PROMPT_MISMATCH, 1, "x"))
     with pytest.raises((ConnectionError, RuntimeError)) as raised:
@@ -130,7 +130,7 @@ def test_a_divergence_is_found_behind_the_errors_that_wrap_it(explicit: bool) ->
 
 
 def test_other_errors_are_not_divergences() -> None:
-    from pytest_rollout.divergence import caused_by_divergence
+    from pytest_rollout.diff.divergence import caused_by_divergence
 
     loop = ValueError("a")
     loop.__context__ = loop  # a cycle ends the walk

@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rollout.canonical import CanonicalOptions, canonicalize, canonicalize_event
-from pytest_rollout.compare import StepStatus, compare
-from pytest_rollout.events import Event
-from pytest_rollout.loader import loads
-from pytest_rollout.recorder import Recorder
+from pytest_rollout.diff.canonical import CanonicalOptions, canonicalize, canonicalize_event
+from pytest_rollout.diff.compare import StepStatus, compare
+from pytest_rollout.format.events import Event
+from pytest_rollout.format.loader import loads
+from pytest_rollout.format.recorder import Recorder
 
 SETTINGS = settings(
     max_examples=60,

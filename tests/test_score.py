@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout.events import ERROR_FAMILIES, Event
-from pytest_rollout.score import POINTS, Criterion, RunSummary, score, summarize
+from pytest_rollout.diff.score import POINTS, Criterion, RunSummary, score, summarize
+from pytest_rollout.format.events import ERROR_FAMILIES, Event
 
 
 def run(*events: tuple[str, int, dict[str, Any]]) -> tuple[Event, ...]:

@@ -31,13 +31,13 @@ from fake_models import (
 from sdk_agents import AGENTS, CHAT_TOOLS, SYSTEM, get_weather
 
 from pytest_rollout import ReplayDivergenceError, RolloutError
-from pytest_rollout.divergence import DivergenceKind
-from pytest_rollout.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED
-from pytest_rollout.exchange import UnrecordedRequestError
-from pytest_rollout.loader import Rollout
-from pytest_rollout.recorder import Recorder
-from pytest_rollout.sdk import MissingPackageError
-from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.diff.divergence import DivergenceKind
+from pytest_rollout.format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED
+from pytest_rollout.format.loader import Rollout
+from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.sdk.clients import MissingPackageError
+from pytest_rollout.sdk.exchange import UnrecordedRequestError
+from pytest_rollout.session.engine import Mode, RolloutSession
 
 PROMPT = "What is the weather in Paris?"
 SCRIPT = (Call("get_weather", {"city": "Paris"}), Say("It is sunny in Paris, 21 degrees."))
@@ -338,7 +338,7 @@ def test_a_compressed_live_response_is_recorded_decoded() -> None:
 
 
 def test_secrets_in_a_response_are_redacted_and_replay_still_parses() -> None:
-    from pytest_rollout.redact import Redactor
+    from pytest_rollout.safety.redact import Redactor
 
     secret = "sk-proj-" + "Q" * 40
     session = RolloutSession(
@@ -426,7 +426,7 @@ def test_the_package_imports_without_the_sdks() -> None:
         "import sys\n"
         "for name in ('openai', 'anthropic', 'httpx2', 'httpx', 'pydantic_ai'):\n"
         "    sys.modules[name] = None\n"
-        "import pytest_rollout, pytest_rollout.plugin, pytest_rollout.sdk\n"
+        "import pytest_rollout, pytest_rollout.plugin, pytest_rollout.sdk.clients\n"
         "print('ok')\n"
     )
     done = subprocess.run(
@@ -488,7 +488,7 @@ def test_a_replayed_stream_is_handed_over_event_by_event() -> None:
 def test_a_turn_that_cannot_be_recorded_leaves_a_gap_and_the_test_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pytest_rollout.exchange as exchange_module
+    import pytest_rollout.sdk.exchange as exchange_module
 
     def broken(*_: Any) -> dict[str, Any]:
         raise MemoryError("no room for the recording")

@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from pytest_rollout import AnalyzerOptions, RolloutError, ToolCall, Turn
-from pytest_rollout.analyzers import parse_analyzers
-from pytest_rollout.audit import AuditTrailSink, verify_audit
-from pytest_rollout.events import Event
-from pytest_rollout.loader import Rollout
-from pytest_rollout.recorder import Recorder
-from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.analysis.analyzers import parse_analyzers
+from pytest_rollout.format.events import Event
+from pytest_rollout.format.loader import Rollout
+from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.safety.audit import AuditTrailSink, verify_audit
+from pytest_rollout.session.engine import Mode, RolloutSession
 
 
 class Scripted:
@@ -348,7 +348,7 @@ def test_threads_that_start_recording_at_once_never_precede_run_started(
     import threading
     import time
 
-    import pytest_rollout.session as session_module
+    import pytest_rollout.session.engine as session_module
 
     plain = session_module._plain
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rollout.sse import parse_frames, render_frames
+from pytest_rollout.sdk.sse import parse_frames, render_frames
 
 OPENAI_CHUNKS = (
     b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":'

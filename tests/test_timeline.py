@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from pytest_rollout import Event, RunSummary, loads
-from pytest_rollout.timeline import (
+from pytest_rollout.diff.timeline import (
     event_matches,
     parse_step_range,
     render_show,

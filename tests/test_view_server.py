@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pytest_rollout.view_server import DATA_PATH, TOKEN_HEADER, ViewServer
-from pytest_rollout.viewer import content_security_policy, page_data, run_entry
+from pytest_rollout.view.page import content_security_policy, page_data, run_entry
+from pytest_rollout.view.server import DATA_PATH, TOKEN_HEADER, ViewServer
 
 GOLDEN = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"
 

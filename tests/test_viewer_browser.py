@@ -26,12 +26,12 @@ from test_viewer import (
     record_trip,
 )
 
-from pytest_rollout.view_server import ViewServer
-from pytest_rollout.viewer import (
+from pytest_rollout.view.page import (
     diff_entry,
     render_page,
     run_entry,
 )
+from pytest_rollout.view.server import ViewServer
 
 CHROMIUM = "/usr/bin/chromium"
 if shutil.which(CHROMIUM) is None:

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rollout.errors import RolloutError
-from pytest_rollout.sse import parse_frames
-from pytest_rollout.turns import ToolCall, Turn
-from pytest_rollout.wire import (
+from pytest_rollout.replay.turns import ToolCall, Turn
+from pytest_rollout.sdk.sse import parse_frames
+from pytest_rollout.sdk.wire import (
     ANTHROPIC_MESSAGES,
     APIS,
     OPENAI_CHAT,
@@ -1253,7 +1253,7 @@ def test_a_stream_event_type_of_another_type_is_not_an_error(kind: object) -> No
 
 
 def test_key_messages_renames_the_apis_ids_but_not_a_tools_own_data() -> None:
-    from pytest_rollout.wire import key_messages
+    from pytest_rollout.sdk.wire import key_messages
 
     messages = [
         {

@@ -1,0 +1,273 @@
+"""Canonicalization (DESIGN 4): the form in which two runs are compared.
+
+A canonical event keeps what a run *did* and drops what only says *when* or *how fast*:
+the envelope's ``ts`` and ``seq``, run and event ids, wall-clock timings, provider names,
+prompt hashes, model versions and raw provider bytes. Cost and token usage are set aside
+too: they feed the score and the cost delta, never a mismatch. Floats are rounded, and the
+result is encoded by orjson with sorted keys, so two events are equal exactly when their
+canonical bytes are (``1``, ``1.0`` and ``true`` stay different).
+
+A secret redacted in ``hashed`` mode compares as its label alone: a run on a machine with
+another API key in its environment did the same thing, and its requests must match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+import orjson
+
+from ..format.events import Event
+from ..format.loader import _collector_paused
+
+__all__ = [
+    "DEFAULT_DROP_KEYS",
+    "CanonicalEvent",
+    "CanonicalOptions",
+    "canonical_bytes",
+    "canonicalize",
+    "canonicalize_event",
+]
+
+#: Keys removed from the top level of every event's ``data``.
+DEFAULT_DROP_KEYS: Final = frozenset(
+    {
+        # identities that change on every run
+        "run_id",
+        "test_id",
+        "event_id",
+        "trace_id",
+        "span_id",
+        # wall-clock timings
+        "total_duration_ms",
+        "ttft_ms",
+        "latency_ms",
+        "duration_ms",
+        # where the answer came from, not what it was
+        "provider",
+        "prompt_hash",
+        "messages_hash",
+        "model_version",
+        "raw",
+        # reported as a delta and scored, never a mismatch
+        "cost_usd",
+        "cumulative_cost_usd",
+        "cost_totals",
+        "usage",
+    }
+)
+
+_SEGMENT: Final = re.compile(r"[^.\[\]]+|\[\d+\]|\[\*\]")
+_PATH: Final = re.compile(r"(?:[^.\[\]]+|\[\d+\]|\[\*\])(?:\.[^.\[\]]+|\[\d+\]|\[\*\])*")
+
+
+@dataclass(frozen=True, slots=True)
+class IgnorePath:
+    """A parsed ignore path: an optional event type, then keys, indexes and wildcards."""
+
+    event_type: str | None
+    segments: tuple[str | int, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> IgnorePath:
+        """Parse ``[TYPE:]key.key[0].*`` (``*`` and ``[*]`` match any key or index,
+        ``**`` any run of them)."""
+        event_type, _, path = text.rpartition(":")
+        # Reports name fields from the event (data.tool_calls[0]...); paths are relative
+        # to data, so a pasted "data." prefix is accepted.
+        path = path.removeprefix("data.")
+        if not path:
+            raise ValueError(f"empty ignore path: {text!r}")
+        if not _PATH.fullmatch(path):
+            raise ValueError(
+                f"malformed ignore path {text!r}: write [TYPE:]key.key[0].* "
+                f"(keys joined by dots, [N] or [*] for list items, * or ** as wildcards)"
+            )
+        segments: list[str | int] = []
+        for token in _SEGMENT.findall(path):
+            if token == "[*]":
+                segments.append("*")
+            elif token.startswith("["):
+                segments.append(int(token[1:-1]))
+            else:
+                segments.append(token)
+        return cls(event_type or None, tuple(segments))
+
+    def matches(self, event_type: str, path: tuple[str | int, ...]) -> bool:
+        if self.event_type is not None and self.event_type != event_type:
+            return False
+        return _match(self.segments, path)
+
+
+def _match(pattern: tuple[str | int, ...], path: tuple[str | int, ...]) -> bool:
+    if not pattern:
+        return not path
+    head = pattern[0]
+    if head == "**":
+        return any(_match(pattern[1:], path[i:]) for i in range(len(path) + 1))
+    if not path:
+        return False
+    if head == "*" or head == path[0]:
+        return _match(pattern[1:], path[1:])
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalOptions:
+    """How events are canonicalized. Extend the defaults with :meth:`extended`.
+
+    ``drop_keys``: keys removed from the top level of every event's ``data``.
+    ``ignore_paths``: ``[TYPE:]path`` patterns removed at any depth, e.g.
+    ``"tool.call.completed:output.fetched_at"`` or ``"**.request_id"``.
+    ``ignore_types``: event types left out of the comparison altogether.
+    ``float_digits``: decimal places floats are rounded to.
+    """
+
+    drop_keys: frozenset[str] = DEFAULT_DROP_KEYS
+    ignore_paths: tuple[IgnorePath, ...] = ()
+    ignore_types: frozenset[str] = frozenset()
+    float_digits: int = 9
+    _index: dict[str | None, tuple[IgnorePath, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+
+    def extended(
+        self,
+        *,
+        drop_keys: Iterable[str] = (),
+        ignore_paths: Iterable[str] = (),
+        ignore_types: Iterable[str] = (),
+        float_digits: int | None = None,
+    ) -> CanonicalOptions:
+        """A copy that also drops ``drop_keys``, ignores ``ignore_paths`` and ``ignore_types``."""
+        return replace(
+            self,
+            drop_keys=self.drop_keys | frozenset(drop_keys),
+            ignore_paths=self.ignore_paths + tuple(IgnorePath.parse(p) for p in ignore_paths),
+            ignore_types=self.ignore_types | frozenset(ignore_types),
+            float_digits=self.float_digits if float_digits is None else float_digits,
+        )
+
+    def paths_for(self, event_type: str) -> tuple[IgnorePath, ...]:
+        """The ignore paths that apply to ``event_type`` (cached per type)."""
+        found = self._index.get(event_type)
+        if found is None:
+            found = tuple(p for p in self.ignore_paths if p.event_type in (None, event_type))
+            self._index[event_type] = found
+        return found
+
+
+#: What the analyzers' events only measure (cost, tokens, the hash algorithm that depends on
+#: whether a key is set), scoped to their types so that a user's own event with a field of
+#: the same name is still compared.
+ANALYZER_IGNORES: Final = tuple(
+    IgnorePath.parse(p)
+    for p in (
+        "cost.anomaly:step_cost_usd",
+        "cost.anomaly:rolling_average_usd",
+        "context.window.snapshot:tokens_used",
+        "context.window.snapshot:fraction",
+        "context.window.warning:tokens_used",
+        "context.window.warning:fraction",
+        "llm.request.snapshot:algorithm",
+    )
+)
+
+DEFAULT_OPTIONS: Final = CanonicalOptions(ignore_paths=ANALYZER_IGNORES)
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalEvent:
+    """An event in comparable form: ``key`` is its canonical orjson encoding."""
+
+    step: int
+    type: str
+    data: dict[str, Any]
+    key: bytes
+    source: Event
+
+
+def _round_floats(value: Any, digits: int) -> Any:
+    kind = type(value)
+    if kind is float:
+        return round(value, digits)
+    # Strings, ints and the other leaves are kept without a call per leaf.
+    if kind is dict:
+        return {k: _round_floats(v, digits) if type(v) in _ROUNDED else v for k, v in value.items()}
+    if kind is list:
+        return [_round_floats(v, digits) if type(v) in _ROUNDED else v for v in value]
+    return value
+
+
+#: The types that _round_floats changes or descends into (exact types, not subclasses).
+_ROUNDED: Final = frozenset({float, dict, list})
+
+
+def _strip_paths(
+    value: Any, event_type: str, paths: tuple[IgnorePath, ...], here: tuple[str | int, ...]
+) -> Any:
+    if type(value) is dict:
+        return {
+            k: _strip_paths(v, event_type, paths, (*here, k))
+            for k, v in value.items()
+            if not any(p.matches(event_type, (*here, k)) for p in paths)
+        }
+    if type(value) is list:
+        return [
+            _strip_paths(v, event_type, paths, (*here, i))
+            for i, v in enumerate(value)
+            if not any(p.matches(event_type, (*here, i)) for p in paths)
+        ]
+    return value
+
+
+#: A secret redacted in ``hashed`` mode (see :mod:`pytest_rollout.safety.redact`).
+_HASHED_SECRET: Final = re.compile(rb"\[REDACTED:([A-Za-z0-9_.:-]+?):sha256:[0-9a-f]{64}\]")
+
+
+def _unhashed(encoded: bytes) -> bytes:
+    if b"[REDACTED:" not in encoded:
+        return encoded
+    return _HASHED_SECRET.sub(rb"[REDACTED:\1]", encoded)
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The canonical JSON encoding of a value: orjson, keys sorted. Equal bytes mean equal
+    values of the same JSON kinds (``1``, ``1.0`` and ``true`` differ)."""
+    return _unhashed(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+def _compared_data(event: Event, options: CanonicalOptions) -> dict[str, Any]:
+    """A copy of the event's data without what is never compared: the drop keys, the step
+    (carried by the event itself) and the ignore paths of its type. Floats are unrounded."""
+    drop = options.drop_keys
+    data = {k: v for k, v in event.data.items() if k not in drop}
+    data.pop("step", None)
+    paths = options.paths_for(event.type)
+    if paths:
+        data = _strip_paths(data, event.type, paths, ())
+    return data
+
+
+def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS) -> CanonicalEvent:
+    """The canonical form of one event."""
+    data = _round_floats(_compared_data(event, options), options.float_digits)
+    key = orjson.dumps([event.step, event.type, data], option=orjson.OPT_SORT_KEYS)
+    unhashed = _unhashed(key)
+    if unhashed is not key:
+        key = unhashed
+        data = orjson.loads(key)[2]
+    return CanonicalEvent(event.step, event.type, data, key, event)
+
+
+def canonicalize(
+    events: Iterable[Event], options: CanonicalOptions = DEFAULT_OPTIONS
+) -> list[CanonicalEvent]:
+    """The canonical form of a run: its events minus ignored types, each canonicalized."""
+    ignored = options.ignore_types
+    # Many small containers without cycles: the cyclic collector would only re-scan them.
+    with _collector_paused():
+        return [canonicalize_event(e, options) for e in events if e.type not in ignored]

@@ -1,0 +1,377 @@
+"""The step-aligned comparison of two runs (DESIGN 4).
+
+Both runs are canonicalized and grouped by step; steps are walked in order and each is
+``identical``, ``diverged``, ``only_in_a`` or ``only_in_b``. Two events are equal exactly
+when their canonical bytes are; a cheaper test that implies it is tried first (see
+``_Run``), so two identical runs cost one light pass and no diff. Only the first differing
+event of the first divergent step is described field by field, with deepdiff; everything
+after it is counted as downstream damage.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+import orjson
+from deepdiff import DeepDiff
+
+from ..format.events import Event
+from ..format.ids import align_call_ids
+from ..format.loader import _collector_paused
+from .canonical import (
+    DEFAULT_OPTIONS,
+    CanonicalEvent,
+    CanonicalOptions,
+    _compared_data,
+    canonical_bytes,
+    canonicalize_event,
+)
+
+__all__ = [
+    "Comparison",
+    "FieldChange",
+    "FirstDivergence",
+    "StepResult",
+    "StepStatus",
+    "compare",
+]
+
+
+class StepStatus(StrEnum):
+    IDENTICAL = "identical"
+    DIVERGED = "diverged"
+    ONLY_IN_A = "only_in_a"
+    ONLY_IN_B = "only_in_b"
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    step: int
+    status: StepStatus
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One field-level difference. ``path`` reads like ``data.tool_calls[0].arguments.city``;
+    ``kind`` is ``changed``, ``added`` (only in b) or ``removed`` (only in a)."""
+
+    path: str
+    kind: str
+    a: Any
+    b: Any
+
+
+_MISSING: Final[Any] = object()
+
+
+@dataclass(frozen=True, slots=True)
+class FirstDivergence:
+    """The headline: the first step where the runs part, and how.
+
+    ``a_events``/``b_events`` are everything each run did at that step (in order);
+    ``index`` is the position of the first differing event inside the step, and
+    ``a_event``/``b_event`` that event on each side (``None`` where the side has none).
+    """
+
+    step: int
+    status: StepStatus
+    index: int
+    a_events: tuple[Event, ...]
+    b_events: tuple[Event, ...]
+    a_event: Event | None
+    b_event: Event | None
+    changes: tuple[FieldChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The result of :func:`compare`. ``a`` is the reference run (the golden in pytest)."""
+
+    steps: tuple[StepResult, ...]
+    first: FirstDivergence | None
+
+    @property
+    def identical(self) -> bool:
+        return self.first is None
+
+    def count(self, status: StepStatus) -> int:
+        return sum(1 for s in self.steps if s.status is status)
+
+    @property
+    def last_identical_step(self) -> int | None:
+        """The last step before the first divergence (``None`` when step 0 already differs)."""
+        if self.first is None:
+            return self.steps[-1].step if self.steps else None
+        before = [s.step for s in self.steps if s.step < self.first.step]
+        return before[-1] if before else None
+
+
+#: A value orjson refuses without a ``default``: its event is decided by the canonical keys.
+_UNENCODABLE: Final = object()
+
+# Options of the fast identity (see _Run): with no `default`, orjson refuses (TypeError)
+# instead of encoding like their plain counterparts the subclasses of str, int, dict and
+# list, and dataclasses.
+_FAST_OPTION: Final = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+class _Run:
+    """One side of a comparison, with cheap and exact equality tests between events.
+
+    Canonical keys (sorted keys, rounded floats) cost a walk of every event. Instead, two
+    events are first compared by a fast identity: the keys of the data that are kept (the
+    drop keys and ignore paths applied), in insertion order, then the orjson bytes,
+    unrounded, of the step, the type and those keys' values, then the values themselves.
+    Equal identities (equal keys, equal bytes *and* ``==`` values) imply equal canonical
+    keys: equal bytes fix every value and its JSON kind (``1``, ``1.0`` and ``true`` encode
+    differently) and so the result of rounding and of sorting keys; ``==`` rules out a tuple
+    where the other side has a list (rounding descends into lists only), and the options
+    above rule out the other look-alikes. Any other pair is decided by the exact canonical
+    keys, so every outcome is that of comparing canonical keys throughout. (One look-alike
+    is left, and no rollout file can hold it: a member of a float-valued Enum, which
+    canonicalization does not round, facing the equal plain float. Such a pair is equal
+    here, as their values are.)
+
+    Identities are made on the fly and dropped at once: keeping 100k of them costs more
+    in memory traffic than making them.
+    """
+
+    __slots__ = ("canonical", "groups", "identity", "options", "sources")
+
+    def __init__(self, events: Sequence[Event], options: CanonicalOptions) -> None:
+        self.options = options
+        ignored = options.ignore_types
+        self.sources = [e for e in events if e.type not in ignored] if ignored else list(events)
+        self.canonical: dict[int, CanonicalEvent] = {}
+        self.identity = _identity_function(options)
+        # The grouping of itertools.groupby into a dict: a step that comes back after
+        # another one keeps its last run of events.
+        steps = [e.step for e in self.sources]
+        changes = itertools.compress(range(1, len(steps)), map(operator.ne, steps[1:], steps))
+        bounds = [0, *changes, len(steps)]
+        self.groups = {steps[i]: range(i, j) for i, j in itertools.pairwise(bounds) if i < j}
+
+    def exact(self, index: int) -> CanonicalEvent:
+        """The canonical form of event ``index`` (computed once)."""
+        found = self.canonical.get(index)
+        if found is None:
+            found = self.canonical[index] = canonicalize_event(self.sources[index], self.options)
+        return found
+
+
+def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any, ...]]:
+    drop = options.drop_keys | {"step"}
+    paths_for = options.paths_for if options.ignore_paths else None
+    dumps = orjson.dumps
+    # The kept keys of each key order met, and how to read their values: events of one
+    # type share a few, so this replaces a filtered copy of every event's data.
+    kept_by_keys: dict[tuple[str, ...], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
+
+    def kept_of(keys: tuple[str, ...]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+        if not all(type(k) is str for k in keys):  # not JSON: decided by the canonical keys
+            return (), lambda data: _UNENCODABLE
+        kept = tuple(k for k in keys if k not in drop)
+        if len(kept) == 1:
+            only = kept[0]
+            return kept, lambda data: (data[only],)
+        return kept, operator.itemgetter(*kept) if kept else lambda data: ()
+
+    def identity(event: Event) -> tuple[Any, ...]:
+        data = event.data
+        if paths_for is not None and paths_for(event.type):
+            stripped = _compared_data(event, options)
+            kept: Any = tuple(stripped)
+            values = tuple(stripped.values())
+        else:
+            keys = tuple(data)
+            found = kept_by_keys.get(keys)
+            if found is None:
+                found = kept_by_keys[keys] = kept_of(keys)
+            kept, read = found
+            values = read(data)
+        try:
+            return kept, dumps((event.step, event.type, values), option=_FAST_OPTION), values
+        except TypeError:
+            return kept, None, object()  # equal to nothing: decided by the canonical keys
+
+    return identity
+
+
+def _first_difference(ra: _Run, ia: range, rb: _Run, ib: range) -> int | None:
+    """The first position at which events ``ia`` of ``ra`` and ``ib`` of ``rb`` have different
+    canonical keys, or ``None`` when they agree over the length of the shorter one."""
+    sa = ra.sources
+    sb = rb.sources
+    # map() over two iterables stops with the shorter one, like zip().
+    unequal = map(
+        operator.ne,
+        map(ra.identity, sa[ia.start : ia.stop]),
+        map(rb.identity, sb[ib.start : ib.stop]),
+    )
+    for offset in itertools.compress(itertools.count(), unequal):
+        i = ia.start + offset
+        j = ib.start + offset
+        if ra.exact(i).key != rb.exact(j).key:
+            return offset
+    return None
+
+
+def compare(
+    a: Sequence[Event], b: Sequence[Event], options: CanonicalOptions = DEFAULT_OPTIONS
+) -> Comparison:
+    """Compare run ``a`` (reference) with run ``b`` step by step.
+
+    Provider tool-call ids of ``b`` are first renamed to ``a``'s, matched by position
+    (see :mod:`pytest_rollout.format.ids`): they are volatile names, not behaviour.
+    """
+    b = align_call_ids(a, b)
+    ra = _Run(a, options)
+    rb = _Run(b, options)
+    na = len(ra.sources)
+    nb = len(rb.sources)
+    with _collector_paused():
+        differs = _first_difference(ra, range(na), rb, range(nb))
+    if differs is None and na == nb:
+        return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)
+    # Events before `agreed` are equal pairwise, position by position.
+    agreed = min(na, nb) if differs is None else differs
+    results: list[StepResult] = []
+    first: FirstDivergence | None = None
+    for step in sorted(ra.groups.keys() | rb.groups.keys()):
+        ia = ra.groups.get(step)
+        ib = rb.groups.get(step)
+        if ia is None:
+            status = StepStatus.ONLY_IN_B
+        elif ib is None:
+            status = StepStatus.ONLY_IN_A
+        elif len(ia) != len(ib):
+            status = StepStatus.DIVERGED
+        elif (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib) is None:
+            status = StepStatus.IDENTICAL
+        else:
+            status = StepStatus.DIVERGED
+        results.append(StepResult(step, status))
+        if first is None and status is not StepStatus.IDENTICAL:
+            ea = [ra.exact(i) for i in ia or ()]
+            eb = [rb.exact(i) for i in ib or ()]
+            first = _describe(step, status, ea, eb)
+    # Raise for an event that cannot be canonicalized, as canonicalizing every event would:
+    # those before `agreed` have been through `exact` already if their identity failed.
+    for run in (ra, rb):
+        for offset, (_, fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
+            if fast is None:
+                run.exact(agreed + offset)
+    return Comparison(tuple(results), first)
+
+
+def _describe(
+    step: int, status: StepStatus, ea: list[CanonicalEvent], eb: list[CanonicalEvent]
+) -> FirstDivergence:
+    index = next(
+        (i for i, (x, y) in enumerate(zip(ea, eb, strict=False)) if x.key != y.key),
+        min(len(ea), len(eb)),
+    )
+    xa = ea[index] if index < len(ea) else None
+    xb = eb[index] if index < len(eb) else None
+    return FirstDivergence(
+        step=step,
+        status=status,
+        index=index,
+        a_events=tuple(e.source for e in ea),
+        b_events=tuple(e.source for e in eb),
+        a_event=xa.source if xa else None,
+        b_event=xb.source if xb else None,
+        changes=field_changes(xa, xb),
+    )
+
+
+def _view(event: CanonicalEvent | None) -> dict[str, Any]:
+    return {} if event is None else {"type": event.type, "data": event.data}
+
+
+def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[FieldChange, ...]:
+    """The field-level differences between two canonical events, via deepdiff.
+
+    An event only one side has is one change at ``(event)``, ``added`` or ``removed``.
+    """
+    if a is None or b is None:
+        if a is None and b is None:
+            return ()
+        if a is None:
+            return (FieldChange("(event)", "added", _MISSING, _view(b)),)
+        return (FieldChange("(event)", "removed", _view(a), _MISSING),)
+    diff = DeepDiff(_view(a), _view(b), view="tree", ignore_order=False)
+    changes: list[FieldChange] = []
+    for report, kind in _REPORTS:
+        for level in diff.get(report, ()):
+            path = _dotted(level.path(output_format="list"))
+            left = _MISSING if kind == "added" else level.t1
+            right = _MISSING if kind == "removed" else level.t2
+            changes.append(FieldChange(path, kind, left, right))
+    if not changes and a.key != b.key:
+        # deepdiff matches list items by hash, and 1, 1.0 and True hash alike: find the
+        # first difference in JSON kind or value by hand.
+        found = _exact_difference(_view(a), _view(b), [])
+        if found is not None:
+            changes.append(found)
+    changes.sort(key=lambda c: _PATH_ORDER.get(c.path.split(".", 1)[0], 9))
+    return tuple(changes)
+
+
+def _same(x: Any, y: Any) -> bool:
+    return type(x) is type(y) and canonical_bytes(x) == canonical_bytes(y)
+
+
+def _exact_difference(x: Any, y: Any, path: list[str | int]) -> FieldChange | None:
+    """The first place where ``x`` and ``y`` differ in value or JSON kind."""
+    if type(x) is dict and type(y) is dict:
+        for key in [*x, *(k for k in y if k not in x)]:
+            if key not in y:
+                return FieldChange(_dotted([*path, key]), "removed", x[key], _MISSING)
+            if key not in x:
+                return FieldChange(_dotted([*path, key]), "added", _MISSING, y[key])
+            if not _same(x[key], y[key]):
+                return _exact_difference(x[key], y[key], [*path, key])
+        return None
+    if type(x) is list and type(y) is list:
+        for index, (p, q) in enumerate(zip(x, y, strict=False)):
+            if not _same(p, q):
+                return _exact_difference(p, q, [*path, index])
+        if len(x) != len(y):
+            index = min(len(x), len(y))
+            if len(x) > len(y):
+                return FieldChange(_dotted([*path, index]), "removed", x[index], _MISSING)
+            return FieldChange(_dotted([*path, index]), "added", _MISSING, y[index])
+        return None
+    return None if _same(x, y) else FieldChange(_dotted(path), "changed", x, y)
+
+
+_REPORTS: Final = (
+    ("type_changes", "changed"),
+    ("values_changed", "changed"),
+    ("dictionary_item_removed", "removed"),
+    ("dictionary_item_added", "added"),
+    ("iterable_item_removed", "removed"),
+    ("iterable_item_added", "added"),
+)
+_PATH_ORDER: Final = {"type": 0, "data": 1}
+
+
+def _dotted(parts: list[str | int]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(event)"
+
+
+def is_missing(value: Any) -> bool:
+    """True for the placeholder of a side that has no value at a changed path."""
+    return value is _MISSING

@@ -1,0 +1,314 @@
+"""The drift report (DESIGN 6): a structured account of how run ``b`` drifted from ``a``.
+
+It is what the pytest failure and ``rollout diff`` print, as data: the steps added, removed
+and changed, the tool calls that diverged, the cost delta, how the outcome moved, the score,
+the divergences with their attribution, and ``matched``. The first divergence is annotated
+with its likely causes, each drawn only from evidence in the two runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+    Event,
+)
+from .canonical import DEFAULT_OPTIONS, CanonicalOptions, canonical_bytes
+from .compare import Comparison, StepStatus, compare
+from .divergence import Divergence, classify
+from .score import RunSummary, Score, score, summarize
+
+__all__ = ["DriftReport", "ToolCallDrift", "drift_report", "likely_causes"]
+
+OutcomeDiff = Literal["identical", "regressed", "improved", "changed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDrift:
+    """A tool call that differs between the runs at one step and position (1-based).
+
+    A side with no call at that position has ``None`` name and arguments.
+    """
+
+    step: int
+    position: int
+    a_name: str | None
+    a_arguments: Any
+    b_name: str | None
+    b_arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DriftReport:
+    """How run ``b`` drifted from run ``a`` (in pytest, the golden and this run)."""
+
+    comparison: Comparison
+    a_summary: RunSummary
+    b_summary: RunSummary
+    score: Score
+    divergences: tuple[Divergence, ...]
+    tool_calls: tuple[ToolCallDrift, ...]
+    outcome_diff: OutcomeDiff
+    likely_causes: tuple[str, ...]
+
+    @property
+    def matched(self) -> bool:
+        return self.comparison.identical and not self.divergences
+
+    def _steps(self, status: StepStatus) -> list[int]:
+        return [s.step for s in self.comparison.steps if s.status is status]
+
+    @property
+    def added_steps(self) -> list[int]:
+        return self._steps(StepStatus.ONLY_IN_B)
+
+    @property
+    def removed_steps(self) -> list[int]:
+        return self._steps(StepStatus.ONLY_IN_A)
+
+    @property
+    def changed_steps(self) -> list[int]:
+        return self._steps(StepStatus.DIVERGED)
+
+    @property
+    def cost_delta_usd(self) -> float | None:
+        a, b = self.a_summary.cost_usd, self.b_summary.cost_usd
+        return None if a is None or b is None else round(b - a, 9)
+
+    @property
+    def headline(self) -> Divergence | None:
+        return self.divergences[0] if self.divergences else None
+
+    def to_json_obj(self) -> dict[str, Any]:
+        first = self.comparison.first
+        return {
+            "matched": self.matched,
+            "added_steps": self.added_steps,
+            "removed_steps": self.removed_steps,
+            "changed_steps": self.changed_steps,
+            "first_divergent_step": None if first is None else first.step,
+            "divergent_tool_calls": [
+                {
+                    "step": d.step,
+                    "position": d.position,
+                    "a": None
+                    if d.a_name is None
+                    else {"name": d.a_name, "arguments": d.a_arguments},
+                    "b": None
+                    if d.b_name is None
+                    else {"name": d.b_name, "arguments": d.b_arguments},
+                }
+                for d in self.tool_calls
+            ],
+            "cost_delta_usd": self.cost_delta_usd,
+            "outcome_diff": self.outcome_diff,
+            "score": {
+                "winner": self.score.winner,
+                "a_points": self.score.a_points,
+                "b_points": self.score.b_points,
+                "criteria": [
+                    {"name": c.name, "points": c.points, "winner": c.winner, "a": c.a, "b": c.b}
+                    for c in self.score.criteria
+                ],
+            },
+            "divergences": [
+                {
+                    "kind": d.kind.value,
+                    "attribution": d.attribution,
+                    "step": d.step,
+                    "detail": d.detail,
+                }
+                for d in self.divergences
+            ],
+            "likely_causes": list(self.likely_causes),
+        }
+
+
+def drift_report(
+    a: Sequence[Event],
+    b: Sequence[Event],
+    options: CanonicalOptions = DEFAULT_OPTIONS,
+    *,
+    divergences: Iterable[Divergence] = (),
+    comparison: Comparison | None = None,
+    error_types: Iterable[str] = (),
+) -> DriftReport:
+    """Compare ``b`` with ``a`` and say how it drifted.
+
+    ``divergences`` are those replay raised while ``b`` ran (the headline when given);
+    without them the comparison's first divergence is classified.
+    """
+    comparison = compare(a, b, options) if comparison is None else comparison
+    found = tuple(divergences)
+    if not found and (classified := classify(comparison)) is not None:
+        found = (classified,)
+    extra_errors = tuple(error_types)
+    a_summary = summarize(a, extra_errors)
+    b_summary = summarize(b, extra_errors)
+    first = comparison.first
+    return DriftReport(
+        comparison=comparison,
+        a_summary=a_summary,
+        b_summary=b_summary,
+        score=score(a_summary, b_summary),
+        divergences=found,
+        tool_calls=tuple(_tool_call_drift(a, b)),
+        outcome_diff=_outcome_diff(a, b, a_summary, b_summary),
+        likely_causes=() if first is None else tuple(likely_causes(a, b, first.step)),
+    )
+
+
+def _calls_by_step(events: Sequence[Event]) -> dict[int, list[Event]]:
+    calls: dict[int, list[Event]] = {}
+    for event in events:
+        if event.type == TOOL_CALL_STARTED:
+            calls.setdefault(event.step, []).append(event)
+    return calls
+
+
+def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCallDrift]:
+    calls_a = _calls_by_step(a)
+    calls_b = _calls_by_step(b)
+    for step in sorted(calls_a.keys() | calls_b.keys()):
+        left = calls_a.get(step, [])
+        right = calls_b.get(step, [])
+        for position in range(max(len(left), len(right))):
+            x = left[position].data if position < len(left) else None
+            y = right[position].data if position < len(right) else None
+            if x is not None and y is not None:
+                same_name = x.get("name") == y.get("name")
+                if same_name and canonical_bytes(x.get("arguments")) == canonical_bytes(
+                    y.get("arguments")
+                ):
+                    continue
+            yield ToolCallDrift(
+                step=step,
+                position=position + 1,
+                a_name=None if x is None else str(x.get("name")),
+                a_arguments=None if x is None else x.get("arguments"),
+                b_name=None if y is None else str(y.get("name")),
+                b_arguments=None if y is None else y.get("arguments"),
+            )
+
+
+def _terminal(events: Sequence[Event]) -> Event | None:
+    last = events[-1] if events else None
+    return last if last is not None and last.type in (RUN_COMPLETED, RUN_FAILED) else None
+
+
+def _outcome_diff(
+    a: Sequence[Event], b: Sequence[Event], a_sum: RunSummary, b_sum: RunSummary
+) -> OutcomeDiff:
+    if a_sum.completed and not b_sum.completed:
+        return "regressed"
+    if b_sum.completed and not a_sum.completed:
+        return "improved"
+    ta, tb = _terminal(a), _terminal(b)
+    if ta is None or tb is None:
+        return "identical" if ta is tb else "changed"
+    keys = ("outcome", "output", "error")
+    same = all(canonical_bytes(ta.data.get(k)) == canonical_bytes(tb.data.get(k)) for k in keys)
+    return "identical" if same and ta.type == tb.type else "changed"
+
+
+# -- likely causes ---------------------------------------------------------------------
+
+
+def _first(events: Sequence[Event], event_type: str) -> Event | None:
+    return next((e for e in events if e.type == event_type), None)
+
+
+def _models(events: Sequence[Event], upto: int) -> list[str]:
+    found: list[str] = []
+    started = _first(events, RUN_STARTED)
+    if started is not None and isinstance(started.data.get("model"), str):
+        found.append(started.data["model"])
+    for event in events:
+        if event.step > upto:
+            break
+        version = event.data.get("model_version") if event.type == LLM_TURN_COMPLETED else None
+        if isinstance(version, str) and version not in found:
+            found.append(version)
+    return found
+
+
+def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
+    started = _first(events, RUN_STARTED)
+    names = None if started is None else started.data.get("tools")
+    request = _first(events, LLM_TURN_STARTED)
+    schemas = None if request is None else request.data.get("tools")
+    return (
+        None if names is None else canonical_bytes(sorted(map(str, names))),
+        None if schemas is None else canonical_bytes(schemas),
+    )
+
+
+def _system_prompt_hash(events: Sequence[Event]) -> str | None:
+    request = _first(events, LLM_TURN_STARTED)
+    if request is None:
+        return None
+    system = [
+        m.get("content")
+        for m in request.data.get("messages") or ()
+        if isinstance(m, Mapping) and m.get("role") == "system"
+    ]
+    return hashlib.sha256(canonical_bytes(system)).hexdigest() if system else None
+
+
+def _shape(value: Any) -> Any:
+    """The structure of a value without its contents: keys and JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return sorted({canonical_bytes(_shape(v)).decode() for v in value})
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
+
+
+def _results_before(events: Sequence[Event], step: int) -> list[Event]:
+    """Tool results at the step before ``step`` and at ``step`` itself."""
+    return [e for e in events if e.type == TOOL_CALL_COMPLETED and step - 1 <= e.step <= step]
+
+
+def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str]:
+    """What the two runs show as likely causes of a divergence at ``step``."""
+    causes: list[str] = []
+    models_a, models_b = _models(a, step), _models(b, step)
+    if models_a and models_b and models_a != models_b:
+        causes.append(f"the model changed: {', '.join(models_a)} in a, {', '.join(models_b)} in b")
+    names_a, schemas_a = _tool_schemas(a)
+    names_b, schemas_b = _tool_schemas(b)
+    if names_a is not None and names_b is not None and names_a != names_b:
+        causes.append("the set of tools changed")
+    elif schemas_a is not None and schemas_b is not None and schemas_a != schemas_b:
+        causes.append("the tool schemas sent to the model changed")
+    prompt_a, prompt_b = _system_prompt_hash(a), _system_prompt_hash(b)
+    if prompt_a is not None and prompt_b is not None and prompt_a != prompt_b:
+        causes.append(f"the system prompt changed (sha256 {prompt_a[:12]} -> {prompt_b[:12]})")
+    results_b = {(e.step, e.data.get("name"), n): e for n, e in enumerate(_results_before(b, step))}
+    for n, event in enumerate(_results_before(a, step)):
+        other = results_b.get((event.step, event.data.get("name"), n))
+        if other is None or "output" not in event.data or "output" not in other.data:
+            continue
+        if _shape(event.data["output"]) != _shape(other.data["output"]):
+            causes.append(
+                f"tool {event.data.get('name')} returned a differently shaped result at step "
+                f"{event.step}"
+            )
+            break
+    return causes

@@ -1,0 +1,276 @@
+"""The integrity check of a rollout (DESIGN 7): offline, nothing is executed.
+
+A consistent run has every ``tool.call.started`` answer a call that the turn just before it
+(the most recent ``llm.turn.completed``, at the same step) announced, under the same tool
+name and with the same canonical arguments; every started call completed later in the file;
+and no ``call_id`` used twice. :func:`check` walks the events once and lists every place
+where that does not hold.
+
+Arguments are compared as canonical bytes (sorted keys, exact numbers), the way replay
+matches them, so ``1`` and ``1.0`` differ. Reasons quote file content only through
+:func:`~pytest_rollout.diff.report.value_text`, so they are sanitized and capped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
+from ..replay.recorded import arguments_hash
+from .canonical import canonical_bytes
+from .report import value_text
+
+__all__ = ["IntegrityReport", "Mismatch", "check"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One broken rule: where it is (step, call id, 1-based file line) and why.
+
+    ``call_id`` is the recorded id (its JSON text if it is not a string), or ``None`` when
+    the event has none. ``line`` is ``None`` for events that never touched a file.
+    """
+
+    step: int
+    call_id: str | None
+    line: int | None
+    reason: str
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "call_id": self.call_id,
+            "line": self.line,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityReport:
+    """The result of :func:`check`: how much was replayed and every mismatch found."""
+
+    events: int
+    steps: int
+    mismatches: tuple[Mismatch, ...]
+
+    @property
+    def matched(self) -> bool:
+        return not self.mismatches
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "steps": self.steps,
+            "matched": self.matched,
+            "mismatches": [m.to_json_obj() for m in self.mismatches],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Announced:
+    name: Any
+    arguments: Any
+
+
+@dataclass(slots=True)
+class _Started:
+    event: Event
+    completed: bool = False
+
+
+def _key(call_id: Any) -> bytes:
+    """A hashable key for a call id of any JSON type (``1`` and ``"1"`` stay apart)."""
+    try:
+        return canonical_bytes(call_id)
+    except orjson.JSONEncodeError:  # only for events built in memory, never for a loaded file
+        return repr(call_id).encode()
+
+
+def _id_text(call_id: Any) -> str | None:
+    if call_id is None or isinstance(call_id, str):
+        return call_id
+    return _key(call_id).decode(errors="replace")
+
+
+def _same_arguments(a: Any, b: Any) -> bool:
+    try:
+        return arguments_hash(a) == arguments_hash(b)
+    except orjson.JSONEncodeError:  # only for events built in memory
+        return bool(a == b)
+
+
+def _where(event: Event) -> str:
+    return f"line {event.line}" if event.line is not None else f"seq {event.seq}"
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.found: list[tuple[int, int, Mismatch]] = []  # (seq, order found, mismatch)
+        self.turn: Event | None = None
+        self.announced: dict[bytes, _Announced] = {}
+        self.ever_announced: dict[bytes, Event] = {}
+        self.started: dict[bytes, _Started] = {}
+        self.unnamed: list[_Started] = []  # started calls whose call_id is null
+        self.open_unnamed: dict[bytes, deque[_Started]] = {}  # ... not yet completed, by name
+        self.completions: dict[bytes, Event] = {}
+
+    def flag(self, event: Event, call_id: Any, reason: str) -> None:
+        mismatch = Mismatch(event.step, _id_text(call_id), event.line, reason)
+        self.found.append((event.seq, len(self.found), mismatch))
+
+    def on_turn(self, event: Event) -> None:
+        self.turn = event
+        self.announced = {}
+        calls = event.data.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            if not isinstance(call, Mapping):
+                continue
+            call_id = call.get("id")
+            if call_id is None:
+                continue  # the call it names cannot be answered; its start is flagged
+            key = _key(call_id)
+            if key in self.announced:
+                self.flag(event, call_id, "the turn announces this call_id twice")
+                continue
+            self.announced[key] = _Announced(call.get("name"), call.get("arguments"))
+            self.ever_announced.setdefault(key, event)
+
+    def on_started(self, event: Event) -> None:
+        data = event.data
+        call_id = data.get("call_id")
+        if call_id is None:
+            call = _Started(event)
+            self.unnamed.append(call)
+            self.open_unnamed.setdefault(_key(data.get("name")), deque()).append(call)
+            self.flag(event, None, "not announced: the call has no call_id (it is null)")
+            return
+        key = _key(call_id)
+        earlier = self.started.get(key)
+        if earlier is not None:
+            self.flag(
+                event,
+                call_id,
+                f"call_id reused: a call with this id already started on {_where(earlier.event)}",
+            )
+            return
+        self.started[key] = _Started(event)
+        self.compare_with_announcement(event, key, call_id)
+
+    def compare_with_announcement(self, event: Event, key: bytes, call_id: Any) -> None:
+        turn = self.turn
+        if turn is None:
+            self.flag(event, call_id, "not announced: no llm.turn.completed comes before it")
+            return
+        announced = self.announced.get(key)
+        if announced is None:
+            reason = f"not announced by the turn before it (step {turn.step}, {_where(turn)})"
+            first = self.ever_announced.get(key)
+            if first is not None:
+                reason += f"; an earlier turn announced it (step {first.step}, {_where(first)})"
+            self.flag(event, call_id, reason)
+            return
+        if turn.step != event.step:
+            self.flag(
+                event,
+                call_id,
+                f"announced by the step {turn.step} turn ({_where(turn)}) "
+                f"but recorded at step {event.step}",
+            )
+        name = event.data.get("name")
+        if _key(name) != _key(announced.name):
+            self.flag(
+                event,
+                call_id,
+                f"tool name {value_text(name, 40)} differs from the announced "
+                f"{value_text(announced.name, 40)} ({_where(turn)})",
+            )
+        arguments = event.data.get("arguments")
+        if not _same_arguments(arguments, announced.arguments):
+            self.flag(
+                event,
+                call_id,
+                f"arguments {value_text(arguments)} differ from the announced "
+                f"{value_text(announced.arguments)} ({_where(turn)})",
+            )
+
+    def on_completed(self, event: Event) -> None:
+        data = event.data
+        call_id = data.get("call_id")
+        if call_id is None:
+            # Pair with the oldest open null-id call of the same name: its start is already
+            # flagged, and that call is not left "never completed".
+            waiting = self.open_unnamed.get(_key(data.get("name")))
+            if waiting:
+                waiting.popleft().completed = True
+                return
+            self.flag(event, None, "completed without a start: the completion has no call_id")
+            return
+        key = _key(call_id)
+        earlier = self.completions.get(key)
+        if earlier is not None:
+            self.flag(
+                event,
+                call_id,
+                f"call_id reused: this call already completed on {_where(earlier)}",
+            )
+            return
+        self.completions[key] = event
+        started = self.started.get(key)
+        if started is None:
+            self.flag(
+                event,
+                call_id,
+                "completed without a start: no tool.call.started with this call_id before it",
+            )
+            return
+        started.completed = True
+        name = data.get("name")
+        started_name = started.event.data.get("name")
+        if _key(name) != _key(started_name):
+            self.flag(
+                event,
+                call_id,
+                f"completed as tool {value_text(name, 40)} but started as "
+                f"{value_text(started_name, 40)} ({_where(started.event)})",
+            )
+
+    def finish(self) -> None:
+        for call in [*self.started.values(), *self.unnamed]:
+            if not call.completed:
+                self.flag(
+                    call.event,
+                    call.event.data.get("call_id"),
+                    "started but never completed: no tool.call.completed with this call_id follows",
+                )
+
+    @property
+    def mismatches(self) -> tuple[Mismatch, ...]:
+        return tuple(mismatch for _, _, mismatch in sorted(self.found, key=lambda f: f[:2]))
+
+
+def check(events: Sequence[Event]) -> IntegrityReport:
+    """Check the tool calls of a run against the turns that announced them (DESIGN 7).
+
+    Mismatches are listed in file order; several can share a line (a call with another
+    name and other arguments than announced is two).
+    """
+    checker = _Checker()
+    for event in events:
+        kind = event.type
+        if kind == LLM_TURN_COMPLETED:
+            checker.on_turn(event)
+        elif kind == TOOL_CALL_STARTED:
+            checker.on_started(event)
+        elif kind == TOOL_CALL_COMPLETED:
+            checker.on_completed(event)
+    checker.finish()
+    return IntegrityReport(
+        events=len(events),
+        steps=events[-1].step if events else 0,
+        mismatches=checker.mismatches,
+    )

@@ -1,0 +1,291 @@
+"""Plain-text rendering of comparisons and events, for terminals and CI logs.
+
+Every string that came from a rollout passes through :func:`~pytest_rollout.safety.sanitize.excerpt`
+before it is returned, so nothing here can print an escape sequence or a CI command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from ..format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+    Event,
+)
+from ..safety.sanitize import excerpt, sanitize
+from .compare import Comparison, FieldChange, StepStatus, is_missing
+from .score import Criterion, RunSummary, Score
+
+__all__ = [
+    "Labels",
+    "describe_event",
+    "format_cost",
+    "render_changes",
+    "render_divergence",
+    "render_header",
+    "render_score",
+]
+
+VALUE_LIMIT: Final = 60
+REPLAY_DIVERGENCE: Final = "replay.divergence"
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """How the two runs are named in a report."""
+
+    a: str = "A"
+    b: str = "B"
+
+
+def format_cost(cost: float | None) -> str:
+    if cost is None:
+        return "cost unknown"
+    text = f"{cost:.6f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
+
+
+def value_text(value: Any, limit: int = VALUE_LIMIT) -> str:
+    """A JSON rendering of ``value``, sanitized and capped."""
+    if is_missing(value):
+        return "(absent)"
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        text = repr(value)
+    return excerpt(text, limit)
+
+
+def call_text(name: Any, arguments: Any, limit: int = VALUE_LIMIT) -> str:
+    """``name(key=value, ...)`` for a tool call."""
+    if isinstance(arguments, Mapping):
+        args = ", ".join(f"{sanitize(str(k))}={value_text(v, 30)}" for k, v in arguments.items())
+    elif arguments is None:
+        args = ""
+    else:
+        args = value_text(arguments, 30)
+    return excerpt(f"{name}", 40) + "(" + (args if len(args) <= limit else args[:limit] + "…") + ")"
+
+
+def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
+    """One line saying what an event did: tool names and arguments, or a content excerpt."""
+    data = event.data
+    kind = event.type
+    if kind == LLM_TURN_COMPLETED:
+        parts = []
+        content = data.get("content")
+        if content:
+            parts.append(value_text(content, limit))
+        calls = data.get("tool_calls") or []
+        if isinstance(calls, list) and calls:
+            parts.append(
+                "-> "
+                + ", ".join(
+                    call_text(c.get("name"), c.get("arguments"))
+                    for c in calls
+                    if isinstance(c, Mapping)
+                )
+            )
+        detail = " ".join(parts) or "(empty turn)"
+    elif kind == LLM_TURN_STARTED:
+        messages = data.get("messages")
+        count = len(messages) if isinstance(messages, list) else 0
+        detail = f"{count} new message{'s' if count != 1 else ''}"
+        if count and isinstance(messages, list) and isinstance(messages[-1], Mapping):
+            last = messages[-1]
+            detail += f", last {excerpt(str(last.get('role', '?')), 20)}: "
+            detail += value_text(last.get("content"), limit)
+    elif kind == TOOL_CALL_STARTED:
+        detail = call_text(data.get("name"), data.get("arguments"))
+    elif kind == TOOL_CALL_COMPLETED:
+        name = excerpt(str(data.get("name", "?")), 40)
+        error = data.get("error")
+        if isinstance(error, Mapping):
+            message = f"{error.get('class', 'Error')}: {error.get('message', '')}"
+            detail = f"{name} raised {excerpt(message, limit)}"
+        elif error:
+            detail = f"{name} raised {value_text(error, limit)}"
+        else:
+            detail = f"{name} -> {value_text(data.get('output'), limit)}"
+    elif kind == RUN_STARTED:
+        bits = [f"{k}={value_text(data[k], 30)}" for k in ("model", "prompt") if k in data]
+        detail = " ".join(bits)
+    elif kind == RUN_COMPLETED:
+        detail = f"outcome={value_text(data.get('outcome'), 20)}"
+        if "output" in data:
+            detail += f" output={value_text(data.get('output'), limit)}"
+    elif kind == RUN_FAILED:
+        error = data.get("error")
+        if isinstance(error, Mapping):
+            detail = excerpt(f"{error.get('class', 'Error')}: {error.get('message', '')}", limit)
+        else:
+            detail = value_text(error, limit)
+    elif kind == REPLAY_DIVERGENCE:
+        detail = excerpt(f"{data.get('kind', '?')}: {data.get('detail', '')}", limit)
+    else:
+        shown = {k: v for k, v in data.items() if k != "step"}
+        detail = value_text(shown, limit) if shown else ""
+    return f"{sanitize(kind)}  {detail}".rstrip()
+
+
+def render_header(
+    a: RunSummary, b: RunSummary, comparison: Comparison, labels: Labels
+) -> list[str]:
+    """The summary lines: each run's size and cost, then the step counts."""
+    return [
+        f"Run {labels.a}: {_steps(a.steps)}, {format_cost(a.cost_usd)}",
+        f"Run {labels.b}: {_steps(b.steps)}, {format_cost(b.cost_usd)}",
+        step_counts(comparison, labels),
+    ]
+
+
+def step_counts(comparison: Comparison, labels: Labels) -> str:
+    return (
+        f"Steps: {comparison.count(StepStatus.IDENTICAL)} identical, "
+        f"{comparison.count(StepStatus.DIVERGED)} diverged, "
+        f"{comparison.count(StepStatus.ONLY_IN_A)} only in {labels.a}, "
+        f"{comparison.count(StepStatus.ONLY_IN_B)} only in {labels.b}"
+    )
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
+
+
+def _reason(c: Criterion, labels: Labels) -> str:
+    if c.name == "outcome":
+        winner, loser = (labels.a, labels.b) if c.winner == "a" else (labels.b, labels.a)
+        lost = c.b if c.winner == "a" else c.a
+        won = c.a if c.winner == "a" else c.b
+        return f"outcome: {loser} {sanitize(str(lost))} where {winner} {sanitize(str(won))}"
+    if c.name == "cost":
+        return f"cost: {labels.a} {format_cost(c.a)} vs {labels.b} {format_cost(c.b)}"
+    return f"{c.name}: {labels.a} {c.a} vs {labels.b} {c.b}"
+
+
+def _split_by_winner(score: Score) -> tuple[list[Criterion], list[Criterion]]:
+    """The deciding criteria of the winner (of ``a`` on a tie), then the other side's."""
+    lead = "b" if score.winner == "b" else "a"
+    won = [c for c in score.deciding if c.winner == lead]
+    lost = [c for c in score.deciding if c.winner != lead]
+    return won, lost
+
+
+def _other(score: Score, labels: Labels) -> str:
+    return labels.a if score.winner == "b" else labels.b
+
+
+def render_score(score: Score, labels: Labels) -> str:
+    """``A (4-1 — outcome: B failed where A completed; errors: A 0 vs B 1; B takes steps: ...)``."""
+    names = {"a": labels.a, "b": labels.b, "tie": "Tie"}
+    won, lost = _split_by_winner(score)
+    reasons = [_reason(c, labels) for c in won]
+    reasons += [f"{_other(score, labels)} takes {_reason(c, labels)}" for c in lost]
+    high, low = sorted((score.a_points, score.b_points), reverse=True)
+    return (
+        f"{names[score.winner]} ({high}-{low} — {'; '.join(reasons) or 'nothing separates them'})"
+    )
+
+
+def render_changes(changes: tuple[FieldChange, ...], limit: int = 8) -> list[str]:
+    """Field-level differences, one per line: ``path: a -> b``."""
+    lines = []
+    for change in changes[:limit]:
+        path = excerpt(change.path, 60)
+        if isinstance(change.a, str) and isinstance(change.b, str):
+            old, new = string_change(change.a, change.b)
+        else:
+            old, new = value_text(change.a), value_text(change.b)
+        lines.append(f"{path}: {old} -> {new}")
+    if len(changes) > limit:
+        lines.append(f"... and {len(changes) - limit} more changed fields")
+    return lines
+
+
+def string_change(a: str, b: str, limit: int = VALUE_LIMIT) -> tuple[str, str]:
+    """Both strings as JSON excerpts around where they start to differ.
+
+    Long strings that differ near their end would otherwise show identical excerpts.
+    """
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    start = max(0, common - limit // 3)
+    if start == 0:
+        return value_text(a, limit), value_text(b, limit)
+    return "…" + value_text(a[start:], limit)[1:], "…" + value_text(b[start:], limit)[1:]
+
+
+def render_divergence(
+    comparison: Comparison, labels: Labels, indent: str = "  ", changes_limit: int | None = 8
+) -> list[str]:
+    """The first divergent step: what each run did there and the field-level difference."""
+    first = comparison.first
+    if first is None:
+        return []
+    lines = [f"First divergence at step {first.step} ({_status_text(first.status, labels)})"]
+    for label, events in ((labels.a, first.a_events), (labels.b, first.b_events)):
+        lines.append(f"{indent}{label} did:")
+        if not events:
+            lines.append(f"{indent * 2}(nothing at this step)")
+        for position, event in enumerate(events[:12]):
+            marker = ">" if position == first.index else " "
+            lines.append(f"{indent}{marker} {describe_event(event)}")
+        if len(events) > 12:
+            lines.append(f"{indent * 2}... {len(events) - 12} more events")
+    where = f"event {first.index + 1} of the step"
+    lone = first.b_event if first.a_event is None else first.a_event
+    if lone is not None and (first.a_event is None or first.b_event is None):
+        has, lacks = (labels.b, labels.a) if first.a_event is None else (labels.a, labels.b)
+        lines.append(f"{indent}Difference ({where}): only {has} has it, {lacks} does not:")
+        lines.append(f"{indent * 2}{describe_event(lone)}")
+    elif first.changes:
+        lines.append(f"{indent}Difference ({where}):")
+        lines.extend(
+            f"{indent * 2}{line}"
+            for line in render_changes(first.changes, changes_limit or len(first.changes))
+        )
+    later = [
+        s for s in comparison.steps if s.step > first.step and s.status is not StepStatus.IDENTICAL
+    ]
+    if later:
+        kinds = {status: sum(1 for s in later if s.status is status) for status in StepStatus}
+        parts = ", ".join(f"{n} {_status_text(status, labels)}" for status, n in kinds.items() if n)
+        counted = "1 more step differs" if len(later) == 1 else f"{len(later)} more steps differ"
+        lines.append(f"{indent}After it: {counted} ({parts})")
+    return lines
+
+
+def _status_text(status: StepStatus, labels: Labels) -> str:
+    if status is StepStatus.ONLY_IN_A:
+        return f"only in {labels.a}"
+    if status is StepStatus.ONLY_IN_B:
+        return f"only in {labels.b}"
+    return status.value
+
+
+def score_reasons(score: Score, labels: Labels) -> str:
+    """``outcome (B failed where A completed), errors (A 0 vs B 1)``: who took which points."""
+
+    def phrase(c: Criterion) -> str:
+        name, _, why = _reason(c, labels).partition(": ")
+        return f"{name} ({why})"
+
+    won, lost = _split_by_winner(score)
+    text = ", ".join(phrase(c) for c in won)
+    if lost:
+        text += f"; {_other(score, labels)} takes " + ", ".join(phrase(c) for c in lost)
+    return text

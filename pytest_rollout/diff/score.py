@@ -1,0 +1,178 @@
+"""Run totals and the 6-point regression score (DESIGN 5)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from ..format.events import (
+    ERROR_FAMILIES,
+    LLM_TURN_COMPLETED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    TOOL_CALL_STARTED,
+    USAGE_DELTA,
+    Event,
+)
+
+__all__ = ["Criterion", "RunSummary", "Score", "score", "summarize"]
+
+Side = Literal["a", "b", "tie"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """Totals of one run, read from its events."""
+
+    steps: int
+    turns: int
+    tool_calls: Counter[str]
+    errors: int
+    cost_usd: float | None
+    input_tokens: int
+    output_tokens: int
+    outcome: str
+
+    @property
+    def completed(self) -> bool:
+        return self.outcome == "completed"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _cost(events: Sequence[Event]) -> float | None:
+    """Cumulative cost: the last ``usage.delta``, else the run's totals, else its turns."""
+    for event in reversed(events):
+        if event.type == USAGE_DELTA:
+            found = _number(event.data.get("cumulative_cost_usd"))
+            if found is not None:
+                return found
+    for event in reversed(events):
+        if event.type == RUN_COMPLETED:
+            totals = event.data.get("cost_totals")
+            if isinstance(totals, dict):
+                found = _number(totals.get("total_cost_usd"))
+                if found is not None:
+                    return found
+    turn_costs = [
+        c
+        for e in events
+        if e.type == LLM_TURN_COMPLETED and (c := _number(e.data.get("cost_usd"))) is not None
+    ]
+    return sum(turn_costs) if turn_costs else None
+
+
+#: The event types that summarize() looks at.
+_COUNTED: Final = frozenset(
+    {LLM_TURN_COMPLETED, TOOL_CALL_STARTED, RUN_COMPLETED, RUN_FAILED} | ERROR_FAMILIES
+)
+
+
+def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSummary:
+    """Totals of a run: steps, turns, tool calls by name, errors, tokens, cost, outcome.
+
+    ``error_types`` are counted as errors besides the built-in families.
+    """
+    tools: Counter[str] = Counter()
+    turns = errors = input_tokens = output_tokens = 0
+    outcome = "incomplete"
+    extra = frozenset(error_types)
+    errors_of = ERROR_FAMILIES | extra if extra else ERROR_FAMILIES
+    counted = _COUNTED | extra if extra else _COUNTED
+    for event in events:
+        kind = event.type
+        if kind not in counted:  # most events: one set lookup instead of five comparisons
+            continue
+        if kind == LLM_TURN_COMPLETED:
+            turns += 1
+            usage = event.data.get("usage")
+            if isinstance(usage, dict):
+                input_tokens += int(_number(usage.get("input_tokens")) or 0)
+                output_tokens += int(_number(usage.get("output_tokens")) or 0)
+        elif kind == TOOL_CALL_STARTED:
+            tools[str(event.data.get("name", "?"))] += 1
+        elif kind == RUN_COMPLETED:
+            outcome = str(event.data.get("outcome") or "completed")
+        elif kind == RUN_FAILED:
+            outcome = "failed"
+        if kind in errors_of:
+            errors += 1
+    return RunSummary(
+        steps=events[-1].step if events else 0,
+        turns=turns,
+        tool_calls=tools,
+        errors=errors,
+        cost_usd=_cost(events),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        outcome=outcome,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    """One line of the score: who took the points, and the two values compared."""
+
+    name: str
+    points: int
+    winner: Side
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """The 6-point comparison of run ``a`` and run ``b``."""
+
+    a_points: int
+    b_points: int
+    criteria: tuple[Criterion, ...]
+
+    @property
+    def winner(self) -> Side:
+        if self.a_points == self.b_points:
+            return "tie"
+        return "a" if self.a_points > self.b_points else "b"
+
+    @property
+    def deciding(self) -> tuple[Criterion, ...]:
+        """The criteria that gave points to someone."""
+        return tuple(c for c in self.criteria if c.winner != "tie")
+
+
+#: Points per criterion; they add up to 6.
+POINTS: Final = {"outcome": 3, "errors": 1, "cost": 1, "steps": 1}
+
+
+def _lower_wins(a: float | None, b: float | None) -> Side:
+    if a is None or b is None:
+        return "tie"
+    # Costs are sums of floats: compare them at the precision canonicalization keeps.
+    a, b = round(a, 9), round(b, 9)
+    if a == b:
+        return "tie"
+    return "a" if a < b else "b"
+
+
+def score(a: RunSummary, b: RunSummary) -> Score:
+    """Score two runs: each criterion's points go to the better run, equal gives nobody."""
+    outcome: Side = "tie"
+    if a.completed != b.completed:
+        outcome = "a" if a.completed else "b"
+    criteria = (
+        Criterion("outcome", POINTS["outcome"], outcome, a.outcome, b.outcome),
+        Criterion("errors", POINTS["errors"], _lower_wins(a.errors, b.errors), a.errors, b.errors),
+        Criterion(
+            "cost", POINTS["cost"], _lower_wins(a.cost_usd, b.cost_usd), a.cost_usd, b.cost_usd
+        ),
+        Criterion("steps", POINTS["steps"], _lower_wins(a.steps, b.steps), a.steps, b.steps),
+    )
+    a_points = sum(c.points for c in criteria if c.winner == "a")
+    b_points = sum(c.points for c in criteria if c.winner == "b")
+    return Score(a_points, b_points, criteria)

@@ -1,0 +1,448 @@
+"""The strict, bounded loader for rollout files (DESIGN 3.1).
+
+A rollout may come from anywhere, so the loader trusts nothing: every limit and structural
+rule is checked and every refusal is one :class:`~pytest_rollout.RolloutFormatError` naming
+the file, the 1-based line and the reason. Parsing is done by orjson, which already refuses
+NaN, Infinity, overflowing floats, lone surrogates, a byte order mark and invalid UTF-8; the
+two things it would accept silently (integers beyond 64 bits become floats, a duplicate key
+keeps its last value) are detected here. Depth and element limits are checked on the raw
+bytes before a long line is parsed, so hostile input cannot make the parser build a huge
+object, and no check recurses.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from ..errors import RolloutFormatError
+from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
+from .files import Unreadable, read_regular
+
+__all__ = ["Limits", "Rollout", "load", "loads", "read_rollout_bytes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The loader's bounds. The defaults are the contract of DESIGN 3.1."""
+
+    line_bytes: int = 16 * 1024 * 1024
+    events: int = 100_000
+    total_bytes: int = 256 * 1024 * 1024
+    depth: int = 100
+    elements: int = 100_000
+    max_step: int = 1_000_000
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+_MIN_INT: Final = -(2**63)
+_MAX_INT: Final = 2**64 - 1
+# An integer needs 19 digits or more to leave the 64-bit range; shorter runs are safe.
+# Every digit becomes "0", so one find() spots 19 digits in a row (C speed; a regex
+# search for \d{19} cost most of a bulk load).
+_DIGITS_TO_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
+_NINETEEN_ZEROS: Final = b"0" * 19
+# One counted JSON element per match: any filler (string literals, possibly unterminated,
+# empty containers, scalars, whitespace) up to a comma, the opening of a non-empty container
+# (group 1) or the end of the line. Possessive quantifiers and the end-of-line alternatives
+# keep every match linear and stack-free: no backtracking, no retry from later positions.
+_ELEMENT: Final = re.compile(
+    rb'(?:"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|[\[{][ \t\r\n]*+[\]}]|[^"\[{,])*+'
+    rb"(?:([,\[{])|\Z)",
+    re.DOTALL,
+)
+# A run of JSON whitespace, newlines included: blank lines are skipped by one match.
+_JSON_WHITESPACE: Final = re.compile(rb"[ \t\r\n]*+")
+_REQUIRED: Final = (("ts", str), ("seq", int), ("type", str), ("data", dict))
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A loaded rollout: its source path and its events in file order."""
+
+    path: str
+    events: tuple[Event, ...]
+
+    @property
+    def steps(self) -> int:
+        """The highest step of the run (the number of LLM turns it took)."""
+        return self.events[-1].step if self.events else 0
+
+
+class _Refusal(Exception):
+    """Internal: a line was refused; carries the reason until the line number is known."""
+
+
+def load(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> Rollout:
+    """Load and validate a rollout file.
+
+    Raises :class:`RolloutFormatError` for anything that breaks DESIGN 3 or 3.1, including
+    files that are not regular files (FIFOs, devices, directories), which are refused on the
+    opened handle without blocking.
+    """
+    name = os.fspath(path)
+    return loads(read_rollout_bytes(name, limits=limits), path=name, limits=limits)
+
+
+def loads(data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS) -> Rollout:
+    """Validate rollout ``data`` (the bytes of a whole file); ``path`` names it in errors."""
+    if len(data) > limits.total_bytes:
+        raise RolloutFormatError(
+            path, None, f"file is {len(data)} bytes, over the {limits.total_bytes}-byte limit"
+        )
+    with _collector_paused():
+        return Rollout(path, _parse_events(data, path, limits))
+
+
+def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """A rollout file's bytes, read as :func:`load` reads them: regular files only, checked on
+    the opened handle without blocking, up to the size limit plus one byte (so that an
+    oversize file shows). One read can then be both checked against a receipt and loaded
+    with :func:`loads`. Raises :class:`RolloutFormatError`.
+    """
+    name = os.fspath(path)
+    try:
+        return read_regular(name, limits.total_bytes, "rollout file")
+    except Unreadable as exc:
+        raise RolloutFormatError(name, None, exc.reason) from None
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small objects.
+
+    Events are trees of dicts and lists without cycles; collecting while they are built
+    only re-scans them, which costs more than parsing at 100k events (DESIGN 10).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
+    events: list[Event] = []
+    append = events.append
+    step = 0
+    last_seq = -1
+    terminal_line = 0
+    loads_ = orjson.loads
+    dumps = orjson.dumps
+    decode_error = orjson.JSONDecodeError
+    # A line can only break the element or depth limits if it is long enough to hold that
+    # many elements or brackets; the common line is checked with a handful of C calls.
+    long_line = min(limits.elements, limits.line_bytes)
+    bracket_line = 2 * limits.depth
+    max_step = limits.max_step
+    terminals = TERMINAL_TYPES
+    for lineno, raw in _content_lines(data):
+        # The fast path accepts exactly what the checks below accept; anything unusual
+        # (including every refusal) takes the full path, which says what is wrong.
+        obj: Any = None
+        same = False
+        if len(raw) <= long_line and raw[0] == 123:  # "{"
+            try:
+                obj = loads_(raw)
+                # orjson writes a parsed line back byte for byte unless a duplicate key was
+                # dropped or a big integer became a float (or the writer spaced it otherwise).
+                same = type(obj) is dict and dumps(obj) == raw
+            except (decode_error, TypeError):  # TypeError: deeper than orjson writes
+                same = False
+        if same and (len(raw) <= bracket_line or raw.count(b"[") + raw.count(b"{") <= limits.depth):
+            ts = obj.get("ts")
+            seq = obj.get("seq")
+            etype = obj.get("type")
+            payload = obj.get("data")
+            raw_step = None if type(payload) is not dict else payload.get("step", _ABSENT)
+            if (
+                events
+                and not terminal_line
+                and type(ts) is str
+                and type(seq) is int
+                and seq > last_seq
+                and type(etype) is str
+                and etype
+                and etype != RUN_STARTED
+                and len(events) < limits.events
+                and (
+                    (raw_step is _ABSENT and not etype.startswith(STEP_TYPE_PREFIXES))
+                    or (
+                        type(raw_step) is int
+                        and step <= raw_step <= max_step
+                        and (raw_step or not etype.startswith(STEP_TYPE_PREFIXES))
+                    )
+                )
+            ):
+                assert type(payload) is dict
+                if raw_step is not _ABSENT:
+                    step = raw_step
+                last_seq = seq
+                if etype in terminals:
+                    terminal_line = lineno
+                append(Event(seq, ts, etype, payload, step, lineno))
+                continue
+        try:
+            obj = _parse_line(raw, limits, loads_)
+            etype, seq, ts, payload = _envelope(obj)
+        except _Refusal as refusal:
+            raise RolloutFormatError(path, lineno, str(refusal)) from None
+        if terminal_line:
+            raise RolloutFormatError(
+                path, lineno, f"event after the terminal event on line {terminal_line}"
+            )
+        if len(events) >= limits.events:
+            raise RolloutFormatError(path, lineno, f"more than {limits.events} events")
+        if seq <= last_seq:
+            raise RolloutFormatError(
+                path, lineno, f"seq {seq} does not increase (previous seq was {last_seq})"
+            )
+        last_seq = seq
+        step = _event_step(etype, payload, step, not events, path, lineno, limits)
+        if etype in terminals:
+            terminal_line = lineno
+        append(Event(seq, ts, etype, payload, step, lineno))
+    if not events:
+        raise RolloutFormatError(path, None, "no events: the file is empty")
+    if not terminal_line:
+        raise RolloutFormatError(
+            path,
+            events[-1].line,
+            "the run has no terminal event (run.completed or run.failed); "
+            "the file is truncated or the run never ended",
+        )
+    return tuple(events)
+
+
+_ABSENT: Final[Any] = object()
+#: Up to this many lines a file is split at once; past it (a hostile file of blank lines)
+#: lines are cut one at a time, so memory stays bounded by the file's size.
+_SPLIT_LINES: Final = 1_000_000
+
+
+def _content_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The 1-based number and bytes of each non-blank line; lines end at ``\\n`` only.
+
+    Lines are cut one at a time (never ``data.split``, whose list of millions of tiny or
+    empty lines would cost gigabytes), and runs of blank lines are skipped in C.
+    """
+    if data.count(b"\n") <= _SPLIT_LINES:
+        # A sane number of lines: split in C, and skip the blank ones.
+        for lineno, raw in enumerate(data.split(b"\n"), 1):
+            if raw and (raw[0] == 123 or raw.strip(b" \t\r")):  # 123: "{"
+                yield lineno, raw
+        return
+    find = data.find
+    skip = _JSON_WHITESPACE.match
+    size = len(data)
+    lineno = 1
+    start = 0
+    while start < size:
+        end = find(b"\n", start)
+        if end < 0:
+            end = size
+        raw = data[start:end]
+        if raw.strip(b" \t\r"):
+            yield lineno, raw
+            lineno += 1
+            start = end + 1
+            continue
+        blank = skip(data, start)  # always matches: this line's bytes are whitespace
+        text = size if blank is None else blank.end()
+        if text == size:
+            return
+        # This line was blank, so a newline lies between it and the text: start there.
+        line_start = data.rfind(b"\n", start, text) + 1
+        lineno += data.count(b"\n", start, line_start)
+        start = line_start
+
+
+def _parse_line(raw: bytes, limits: Limits, loads_: Any) -> Any:
+    if len(raw) > limits.line_bytes:
+        raise _Refusal(f"line is {len(raw)} bytes, over the {limits.line_bytes}-byte limit")
+    # Every JSON element takes at least one byte of its own, so only a line longer than the
+    # element limit can exceed it; count those on the raw bytes before parsing anything.
+    if len(raw) > limits.elements:
+        _check_element_count(raw, limits)
+    try:
+        obj = loads_(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _Refusal(f"invalid JSON at column {exc.colno}: {_decode_reason(exc)}") from None
+    # Depth needs one bracket per level: a line with few brackets cannot be too deep.
+    if raw.count(b"[") + raw.count(b"{") > limits.depth:
+        _check_depth(obj, limits)
+    if raw.translate(_DIGITS_TO_ZERO).find(_NINETEEN_ZEROS) >= 0 or b"\\u003" in raw:
+        _check_exactly(raw)
+    elif raw.count(b":") != _colons(obj):
+        # Each key owns one structural colon, and orjson writes every parsed string with
+        # its colons unescaped, so equal counts mean no key was dropped as a duplicate.
+        # (A colon written as \u003a would break the count: those lines go the exact way.)
+        _check_exactly(raw)
+    return obj
+
+
+def _colons(obj: Any) -> int:
+    """Colons in orjson's rendering of ``obj``, or -1 (forcing the exact check) if none."""
+    try:
+        return orjson.dumps(obj).count(b":")
+    except orjson.JSONEncodeError:  # nesting deeper than orjson writes (a custom depth)
+        return -1
+
+
+def _decode_reason(exc: orjson.JSONDecodeError) -> str:
+    reason = exc.msg
+    if "byte order mark" in reason:
+        return "a UTF-8 byte order mark is not allowed"
+    return reason
+
+
+def _check_element_count(raw: bytes, limits: Limits) -> None:
+    # Commas plus container openings, strings included, bound the count from above.
+    if raw.count(b",") + raw.count(b"[") + raw.count(b"{") < limits.elements:
+        return
+    # Children of non-empty containers are one more than their commas; plus the root.
+    # Stop as soon as the limit is passed, so hostile lines cost at most `elements` steps.
+    elements = 1
+    for match in _ELEMENT.finditer(raw):
+        if match.lastindex is not None:
+            elements += 1
+            if elements > limits.elements:
+                raise _Refusal(f"more than {limits.elements} JSON elements in one line")
+
+
+def _check_depth(obj: Any, limits: Limits) -> None:
+    # Only containers are levels (a scalar inside the 100th container is at depth 100), as
+    # the bracket count that decides whether to call this assumes.
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is dict:
+            node = node.values()
+        elif type(node) is not list:
+            continue
+        if depth > limits.depth:
+            raise _Refusal(f"JSON nesting deeper than {limits.depth} levels")
+        stack.extend((child, depth + 1) for child in node)
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refusal(f"duplicate key {json.dumps(key)}")
+            seen.add(key)
+    return result
+
+
+def _checked_int(text: str) -> int:
+    # 2**64 has 20 digits: a longer literal is out of range before int() is asked to parse
+    # it (which would also trip Python's limit on huge integer strings).
+    if len(text.lstrip("-")) > 20 or not _MIN_INT <= (value := int(text)) <= _MAX_INT:
+        raise _Refusal(f"integer {_short_text(text)} is beyond 64 bits")
+    return value
+
+
+def _check_exactly(raw: bytes) -> None:
+    """Re-read a suspicious line with hooks that see every key and integer literal."""
+    try:
+        json.loads(raw, object_pairs_hook=_reject_duplicates, parse_int=_checked_int)
+    except RecursionError:  # only reachable with a custom depth limit near Python's own
+        raise _Refusal("JSON nesting too deep to check its keys and integers") from None
+
+
+def _envelope(obj: Any) -> tuple[str, int, str, dict[str, Any]]:
+    if type(obj) is not dict:
+        raise _Refusal(f"expected a JSON object, got {_json_kind(obj)}")
+    for key, kind in _REQUIRED:
+        if key not in obj:
+            raise _Refusal(f'missing field "{key}"')
+        value = obj[key]
+        if type(value) is not kind:
+            raise _Refusal(f'field "{key}" must be {_KIND_NAMES[kind]}, got {_json_kind(value)}')
+    seq: int = obj["seq"]
+    if seq < 0:
+        raise _Refusal(f"seq must not be negative, got {seq}")
+    etype: str = obj["type"]
+    if not etype:
+        raise _Refusal('field "type" is empty')
+    return etype, seq, obj["ts"], obj["data"]
+
+
+def _event_step(
+    etype: str,
+    payload: dict[str, Any],
+    previous: int,
+    first: bool,
+    path: str,
+    lineno: int,
+    limits: Limits,
+) -> int:
+    raw_step = payload.get("step")
+    # A present but null step is refused like any other non-integer, not read as absent.
+    if "step" in payload and (type(raw_step) is not int or not 0 <= raw_step <= limits.max_step):
+        raise RolloutFormatError(
+            path,
+            lineno,
+            f"step must be an integer from 0 to {limits.max_step}, got {_short(raw_step)}",
+        )
+    if first:
+        if etype != RUN_STARTED:
+            raise RolloutFormatError(
+                path, lineno, f"the first event must be run.started, got {_short(etype)}"
+            )
+        if raw_step:
+            raise RolloutFormatError(path, lineno, f"run.started must be at step 0, got {raw_step}")
+        return 0
+    if etype == RUN_STARTED:
+        raise RolloutFormatError(path, lineno, "run.started appears more than once")
+    step = previous if raw_step is None else raw_step
+    if step < previous:
+        raise RolloutFormatError(
+            path, lineno, f"step {step} goes back (the previous event was at step {previous})"
+        )
+    if is_step_carrying(etype) and (raw_step is None or step < 1):
+        raise RolloutFormatError(
+            path, lineno, f"{_short(etype)} must carry a step of 1 or more, got {_short(raw_step)}"
+        )
+    return step
+
+
+_KIND_NAMES: Final = {str: "a string", int: "an integer", dict: "an object"}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _short_text(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,261 @@
+"""Fork (DESIGN 8): rebuild the conversation up to step N of a rollout, to resume it live.
+
+The conversation is rebuilt from the events, not from whatever message shapes the agent
+used: the opening request (system and user messages of step 1), then for each step up to N
+the assistant's turn and the results of the tool calls it asked for, and any user message a
+later request added. Rollouts can be untrusted, so the defaults are conservative: the system
+prompt is left out, tool calls are stripped from assistant messages and tool results are left
+out. Each comes back with an explicit option; tool calls without their results (or results
+without their calls) are refused as incoherent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+from ..errors import RolloutError
+from ..format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    TOOL_CALL_COMPLETED,
+    Event,
+)
+
+__all__ = ["ForkError", "ForkFormat", "ForkResult", "fork"]
+
+
+class ForkError(RolloutError):
+    """A fork was asked for that cannot be built (a step outside the run, a bad option)."""
+
+    __module__ = "pytest_rollout"
+
+
+class ForkFormat(StrEnum):
+    NEUTRAL = "neutral"
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+@dataclass(frozen=True, slots=True)
+class ForkResult:
+    """The rebuilt conversation and where it came from.
+
+    ``messages`` are in the requested format; ``system`` is the system prompt for the
+    Anthropic shape (where it is a request parameter, not a message) when it was included.
+    """
+
+    format: ForkFormat
+    from_step: int
+    original_steps: int
+    original_outcome: str
+    messages: list[dict[str, Any]]
+    system: str | None = None
+
+    @property
+    def restored(self) -> int:
+        """How many messages were restored."""
+        return len(self.messages) + (1 if self.system is not None else 0)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "format": self.format.value,
+            "from_step": self.from_step,
+            "original_steps": self.original_steps,
+            "original_outcome": self.original_outcome,
+            "restored": self.restored,
+            "messages": self.messages,
+        }
+        if self.system is not None:
+            data["system"] = self.system
+        return data
+
+
+def _outcome(events: Sequence[Event]) -> str:
+    last = events[-1] if events else None
+    if last is not None and last.type == RUN_COMPLETED:
+        return str(last.data.get("outcome") or "completed")
+    if last is not None and last.type == RUN_FAILED:
+        return "failed"
+    return "incomplete"
+
+
+def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
+    """The conversation up to and including ``step``, every part included."""
+    messages: list[dict[str, Any]] = []
+    for event in events:
+        opening = event.type == LLM_TURN_STARTED and event.step == 1
+        if event.step > step and not opening:  # the opening request belongs to step 0 too
+            break
+        if event.type == LLM_TURN_STARTED:
+            for message in event.data.get("messages") or ():
+                if not isinstance(message, Mapping):
+                    continue
+                role = message.get("role")
+                if role == "user" or (opening and role == "system"):
+                    messages.append({"role": role, "content": message.get("content")})
+        elif event.type == LLM_TURN_COMPLETED:
+            calls = [
+                {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments") or {}}
+                for c in event.data.get("tool_calls") or ()
+                if isinstance(c, Mapping)
+            ]
+            messages.append(
+                {"role": "assistant", "content": event.data.get("content"), "tool_calls": calls}
+            )
+        elif event.type == TOOL_CALL_COMPLETED:
+            result = event.data.get("error") if "error" in event.data else event.data.get("output")
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": event.data.get("call_id"),
+                    "name": event.data.get("name"),
+                    "content": result,
+                }
+            )
+            if "error" in event.data:
+                messages[-1]["is_error"] = True
+    return messages
+
+
+def _select(
+    messages: list[dict[str, Any]], *, system: bool, tool_calls: bool, tool_results: bool
+) -> list[dict[str, Any]]:
+    kept: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if (role == "system" and not system) or (role == "tool" and not tool_results):
+            continue
+        if role == "assistant" and not tool_calls:
+            if not message["content"]:
+                continue  # a turn that only called tools says nothing once they are stripped
+            kept.append({"role": "assistant", "content": message["content"], "tool_calls": []})
+            continue
+        kept.append(message)
+    return kept
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": m["content"]}
+            if m["tool_calls"]:
+                item["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": _as_text(c["arguments"])},
+                    }
+                    for c in m["tool_calls"]
+                ]
+            out.append(item)
+        elif m["role"] == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": m["tool_call_id"],
+                    "content": _as_text(m["content"]),
+                }
+            )
+        else:
+            out.append({"role": m["role"], "content": _as_text(m["content"])})
+    return out
+
+
+def _anthropic(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    system: str | None = None
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        # The Messages API wants user and assistant turns to alternate: merge neighbours.
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        role = m["role"]
+        if role == "system":
+            system = _as_text(m["content"])
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if m["content"]:
+                blocks.append({"type": "text", "text": _as_text(m["content"])})
+            blocks.extend(
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                for c in m["tool_calls"]
+            )
+            add("assistant", blocks)
+        elif role == "tool":
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": m["tool_call_id"],
+                "content": _as_text(m["content"]),
+            }
+            if m.get("is_error"):
+                block["is_error"] = True
+            add("user", [block])
+        else:
+            add("user", [{"type": "text", "text": _as_text(m["content"])}])
+    return system, out
+
+
+def fork(
+    events: Sequence[Event],
+    step: int,
+    *,
+    format: ForkFormat | str = ForkFormat.NEUTRAL,
+    include_system: bool = False,
+    include_tool_calls: bool = False,
+    include_tool_results: bool = False,
+) -> ForkResult:
+    """Rebuild the conversation of a run up to and including ``step``.
+
+    Step 0 gives the opening request; step N adds the assistant turns of steps 1..N and,
+    when asked for, the tool calls they made and their results.
+    """
+    shape = ForkFormat(format)
+    original_steps = events[-1].step if events else 0
+    if step < 0:
+        raise ForkError(f"cannot fork at step {step}: steps start at 0")
+    if step > original_steps:
+        raise ForkError(
+            f"cannot fork at step {step}: the run has {original_steps} step(s) (0 to "
+            f"{original_steps})"
+        )
+    if include_tool_calls != include_tool_results:
+        raise ForkError(
+            "tool calls and their results go together: keeping tool calls without their "
+            "results (or results without their calls) would give the model a broken "
+            "conversation; pass both --include-tool-calls and --include-tool-results, or "
+            "neither"
+        )
+    messages = _select(
+        _neutral(events, step),
+        system=include_system,
+        tool_calls=include_tool_calls,
+        tool_results=include_tool_results,
+    )
+    system: str | None = None
+    if shape is ForkFormat.OPENAI:
+        messages = _openai(messages)
+    elif shape is ForkFormat.ANTHROPIC:
+        system, messages = _anthropic(messages)
+    else:
+        for m in messages:
+            if m["role"] == "assistant" and not m["tool_calls"]:
+                del m["tool_calls"]
+    return ForkResult(shape, step, original_steps, _outcome(events), messages, system)

@@ -1,0 +1,76 @@
+"""``rollout view``: the viewer page for rollouts given on the command line.
+
+One file is shown as a run; a directory as every ``*.jsonl`` under it; two files as a run
+each and their difference (the first as the reference, like ``rollout diff``). A file the
+loader refuses is shown with its reason, never skipped silently.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import RolloutError
+from ..format.files import atomic_write
+from ..safety.sanitize import sanitize
+from .page import diff_entry, render_page, run_entry
+from .server import ViewServer
+
+__all__ = ["collect_entries", "view_command"]
+
+
+def collect_entries(paths: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+    """The page's title and entries for ``paths``."""
+    if len(paths) == 2 and not any(os.path.isdir(p) for p in paths):
+        a, b = paths
+        name = f"{Path(a).name} vs {Path(b).name}"
+        return name, [diff_entry(a, b, name=name, status="compared")]
+    entries: list[dict[str, Any]] = []
+    for given in paths:
+        if os.path.isdir(given):
+            root = Path(given)
+            found = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+            entries.extend(run_entry(str(p), name=p.relative_to(root).as_posix()) for p in found)
+        else:
+            entries.append(run_entry(given))
+    if not entries:
+        raise RolloutError(f"no rollout (*.jsonl) under {', '.join(paths)}")
+    title = Path(paths[0]).name if len(paths) == 1 else f"{len(entries)} rollouts"
+    return title, entries
+
+
+def view_command(
+    paths: Sequence[str], *, out: TextIO, target: str | None = None, serve: bool = False
+) -> int:
+    """Write (or serve) the page; returns the exit status."""
+    title, entries = collect_entries(paths)
+    refused = sum(1 for e in entries if e.get("notice"))
+    if serve:
+        server = ViewServer(f"rollout view: {title}", entries)
+        print(f"serving {len(entries)} rollout(s) on 127.0.0.1 only; open:", file=out)
+        print(server.url, file=out, flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.shutdown()
+        return 0
+    page = render_page(f"rollout view: {title}", entries).encode("utf-8")
+    if target is None:
+        fd, name = tempfile.mkstemp(prefix="rollout-view-", suffix=".html")
+        os.close(fd)
+        path = Path(name)
+    else:
+        path = Path(target)
+    atomic_write(path, page)
+    print(sanitize(str(path)), file=out)
+    if refused:
+        print(
+            f"{refused} of {len(entries)} rollout(s) could not be loaded: the page says why",
+            file=out,
+        )
+    return 0
