@@ -1,4 +1,4 @@
-"""Benchmark of the core: recording, loading and diffing rollouts (DESIGN 10).
+"""Benchmark of the core: recording, loading and diffing rollouts (docs/performance.md).
 
 Generates realistic, seeded rollouts of 1k, 10k and 100k events with the project's own
 ``Recorder`` and prints, measured in this one run:
@@ -248,7 +248,7 @@ def _events(steps: list[Step], run: int) -> Iterator[tuple[str, dict[str, Any]]]
     """The (type, payload) pairs an instrumented agent would emit for ``steps``.
 
     ``run`` seeds what changes between two runs that do the same thing: the run id and the
-    wall-clock timings (canonicalization drops both, DESIGN 4).
+    wall-clock timings (canonicalization drops both, docs/replay.md).
     """
     rng = random.Random(SEED)
     timing = random.Random(run)

@@ -1,4 +1,4 @@
-"""Unit tests for canonicalization (DESIGN 4): what is compared and what is set aside."""
+"""Unit tests for canonicalization (docs/replay.md): what is compared and what is set aside."""
 
 from __future__ import annotations
 

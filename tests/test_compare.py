@@ -1,4 +1,4 @@
-"""Unit tests for the step-aligned comparison (DESIGN 4)."""
+"""Unit tests for the step-aligned comparison (docs/replay.md)."""
 
 from __future__ import annotations
 

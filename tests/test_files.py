@@ -1,4 +1,4 @@
-"""Safe writes (DESIGN 9): whole files, in their directory, never half-written."""
+"""Safe writes (docs/secrets.md): whole files, in their directory, never half-written."""
 
 from __future__ import annotations
 

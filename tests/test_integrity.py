@@ -1,4 +1,4 @@
-"""Unit tests of the integrity check (DESIGN 7): consistent runs and every kind of mismatch."""
+"""Unit tests of the integrity check (docs/cli.md): consistent runs and every kind of mismatch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The strict loader (DESIGN 3.1): valid files, and every limit and rule on bad input.
+"""The strict loader (docs/file-format.md): valid files, and every limit and rule on bad input.
 
 Every refusal is checked for its type, its exact 1-based line (or ``None`` for a whole-file
 refusal), its path and a distinctive fragment of its reason.

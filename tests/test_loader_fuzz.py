@@ -1,6 +1,6 @@
 """Fuzzing the strict loader: it only ever raises RolloutFormatError, and agrees with an oracle.
 
-The oracle below is a deliberately naive re-implementation of DESIGN 3 and 3.1 on top of the
+The oracle below is a deliberately naive re-implementation of docs/file-format.md on top of the
 standard library's ``json`` (hooks for duplicate keys, integers and constants, a recursive
 walk for depth, elements and lone surrogates). For every input the loader must either refuse
 at the same line as the oracle, or accept exactly the events the oracle accepts.

@@ -1,4 +1,4 @@
-"""The capture directory in the plugin: every run kept under ``ROLLOUT_DIR`` (DESIGN 9).
+"""The capture directory in the plugin: every run kept under ``ROLLOUT_DIR`` (docs/secrets.md).
 
 Opt-in by ``ROLLOUT_DIR`` (first), ``--rollout-dir`` or the ``rollout_dir`` ini key; each
 run is ``<dir>/<YYYY-MM-DD>/<run_id>.jsonl`` in record and compare mode alike; caps and

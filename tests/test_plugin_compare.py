@@ -1,4 +1,4 @@
-"""Compare mode (the default, and ``--rollout-compare``): replay from the golden (DESIGN 6).
+"""Compare mode (the default, and ``--rollout-compare``): replay from the golden (docs/replay.md).
 
 Dry replay answers the provider and the tools from the golden and never calls the live
 ones; ``--rollout-mode=full`` calls the live provider but still never the live tools.

@@ -1,4 +1,4 @@
-"""Each divergence kind, produced by a realistic change to a recorded agent (DESIGN 6).
+"""Each divergence kind, produced by a realistic change to a recorded agent (docs/replay.md).
 
 One golden per change is recorded from the unchanged agent; the changed agent is then
 replayed against it, and each failure must name the right step, kind, attribution and score.

@@ -1,4 +1,4 @@
-"""Where goldens live and how a run is set up: flags and their ini keys (DESIGN 4, 6).
+"""Where goldens live and how a run is set up: flags and their ini keys (docs/replay.md).
 
 ``--rollout-compare=DIR``, ``--rollout-golden-dir=DIR`` and the ``rollout_golden_dir`` ini
 key choose the golden directory; ``rollout_mode`` the replay mode; ``--rollout-dir`` where

@@ -1,4 +1,4 @@
-"""Receipts in the plugin (DESIGN 9): a golden changed after it was recorded is refused.
+"""Receipts in the plugin (docs/secrets.md): a golden changed after it was recorded is refused.
 
 ``--rollout-record`` seals each golden it writes with a receipt beside it; compare mode
 checks the receipt before replaying a byte of the golden; ``--rollout-accept-edits`` (or

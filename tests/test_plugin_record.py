@@ -1,4 +1,4 @@
-"""``--rollout-record``: each passing test's run becomes its golden (DESIGN 3, 9).
+"""``--rollout-record``: each passing test's run becomes its golden.
 
 ``golden/<test file path without .py>/<test name>.jsonl``, one ``{"ts","seq","type","data"}``
 object a line, loadable by :func:`pytest_rollout.load`; written only when its canonical

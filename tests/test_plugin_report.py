@@ -1,6 +1,6 @@
 """The failure report a user reads: pinned line by line, 100 columns wide, never raw.
 
-DESIGN 5 and 9: the report names the golden, the first divergent step with its kind and
+The report (docs/replay.md): it names the golden, the first divergent step with its kind and
 attribution, both sides of that step, the field difference, the step counts, the score, the
 cost delta and the commands to fork and diff; untrusted text from the recording is shown
 escaped, so no terminal escape, bidi override or CI workflow command reaches the log.

@@ -1,4 +1,4 @@
-"""Redaction in the plugin (DESIGN 9): no secret reaches a golden or a captured run.
+"""Redaction in the plugin (docs/secrets.md): no secret reaches a golden or a captured run.
 
 The agent here reads a service token from the environment into its system prompt and gets
 an OpenAI-style key back from a tool. Recording must write neither, in any file; replaying

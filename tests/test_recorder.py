@@ -1,4 +1,4 @@
-"""Unit tests for the recorder (DESIGN 3 format, steps, and DESIGN 9 "never breaks the run")."""
+"""Unit tests for the recorder: the file format, steps, and "never breaks the run"."""
 
 from __future__ import annotations
 

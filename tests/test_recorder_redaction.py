@@ -1,5 +1,5 @@
 """The recorder and the redactor: secrets are replaced as events are encoded, and a file whose
-bytes still hold one is never put in place (DESIGN 9)."""
+bytes still hold one is never put in place (docs/secrets.md)."""
 
 from __future__ import annotations
 

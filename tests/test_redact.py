@@ -1,4 +1,4 @@
-"""Unit tests for redaction (DESIGN 9): secrets never reach disk.
+"""Unit tests for redaction (docs/secrets.md): secrets never reach disk.
 
 Every token below is made up at run time from a fixed seed, so that no string in this file
 looks like a real credential to a secret scanner.

@@ -1,4 +1,4 @@
-"""Redaction against hostile input (DESIGN 9): linear time, and no way around the gate.
+"""Redaction against hostile input (docs/secrets.md): linear time, and no way around the gate.
 
 Timing assertions are kept out of unit tests: the adversarial inputs run in a subprocess with a
 timeout, so a pattern that backtracks makes the test fail by taking minutes instead of

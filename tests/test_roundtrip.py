@@ -50,7 +50,7 @@ terminals = st.tuples(st.sampled_from(["run.completed", "run.failed"]), payloads
 
 
 def expected_steps(types: list[str]) -> list[int]:
-    """DESIGN 3's step rule, written out independently of the recorder."""
+    """docs/file-format.md's step rule, written out independently of the recorder."""
     steps, step, turn_open = [], 0, False
     for kind in types:
         if kind == "llm.turn.started":

@@ -1,4 +1,4 @@
-"""Unit tests for printing untrusted text safely (DESIGN 9)."""
+"""Unit tests for printing untrusted text safely (docs/secrets.md)."""
 
 from __future__ import annotations
 

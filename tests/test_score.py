@@ -1,4 +1,4 @@
-"""Unit tests for run totals and the 6-point regression score (DESIGN 5)."""
+"""Unit tests for run totals and the 6-point regression score (docs/replay.md)."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def tool_calls_by_name(events: Sequence[Event]) -> Mapping[str, tuple[ToolCallRe
 
 
 def error_events(events: Sequence[Event], error_types: Iterable[str] = ()) -> tuple[Event, ...]:
-    """The run's events of the error families (DESIGN 3), plus ``error_types``."""
+    """The run's events of the error families (docs/file-format.md), plus ``error_types``."""
     families = ERROR_FAMILIES | frozenset(error_types)
     return tuple(e for e in events if e.type in families)
 

@@ -1,4 +1,4 @@
-"""Canonicalization (DESIGN 4): the form in which two runs are compared.
+"""Canonicalization (docs/replay.md): the form in which two runs are compared.
 
 A canonical event keeps what a run *did* and drops what only says *when* or *how fast*:
 the envelope's ``ts`` and ``seq``, run and event ids, wall-clock timings, provider names,

@@ -1,4 +1,4 @@
-"""The step-aligned comparison of two runs (DESIGN 4).
+"""The step-aligned comparison of two runs (docs/replay.md).
 
 Both runs are canonicalized and grouped by step; steps are walked in order and each is
 ``identical``, ``diverged``, ``only_in_a`` or ``only_in_b``. Two events are equal exactly

@@ -1,4 +1,4 @@
-"""Replay divergences (DESIGN 6): what kind of departure from the recording, and whose."""
+"""Replay divergences (docs/replay.md): what kind of departure from the recording, and whose."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The drift report (DESIGN 6): a structured account of how run ``b`` drifted from ``a``.
+"""The drift report (docs/replay.md): a structured account of how run ``b`` drifted from ``a``.
 
 It is what the pytest failure and ``rollout diff`` print, as data: the steps added, removed
 and changed, the tool calls that diverged, the cost delta, how the outcome moved, the score,

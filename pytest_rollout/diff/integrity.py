@@ -1,4 +1,4 @@
-"""The integrity check of a rollout (DESIGN 7): offline, nothing is executed.
+"""The integrity check of a rollout (docs/cli.md): offline, nothing is executed.
 
 A consistent run has every ``tool.call.started`` answer a call that the turn just before it
 (the most recent ``llm.turn.completed``, at the same step) announced, under the same tool
@@ -254,7 +254,7 @@ class _Checker:
 
 
 def check(events: Sequence[Event]) -> IntegrityReport:
-    """Check the tool calls of a run against the turns that announced them (DESIGN 7).
+    """Check the tool calls of a run against the turns that announced them (docs/cli.md).
 
     Mismatches are listed in file order; several can share a line (a call with another
     name and other arguments than announced is two).

@@ -1,4 +1,4 @@
-"""Run totals and the 6-point regression score (DESIGN 5)."""
+"""Run totals and the 6-point regression score (docs/replay.md)."""
 
 from __future__ import annotations
 

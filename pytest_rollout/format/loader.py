@@ -1,4 +1,4 @@
-"""The strict, bounded loader for rollout files (DESIGN 3.1).
+"""The strict, bounded loader for rollout files (docs/file-format.md).
 
 A rollout may come from anywhere, so the loader trusts nothing: every limit and structural
 rule is checked and every refusal is one :class:`~pytest_rollout.RolloutFormatError` naming
@@ -32,7 +32,7 @@ __all__ = ["Limits", "Rollout", "load", "loads", "read_rollout_bytes"]
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The loader's bounds. The defaults are the contract of DESIGN 3.1."""
+    """The loader's bounds. The defaults are the contract of docs/file-format.md."""
 
     line_bytes: int = 16 * 1024 * 1024
     events: int = 100_000
@@ -85,9 +85,9 @@ class _Refusal(Exception):
 def load(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> Rollout:
     """Load and validate a rollout file.
 
-    Raises :class:`RolloutFormatError` for anything that breaks DESIGN 3 or 3.1, including
-    files that are not regular files (FIFOs, devices, directories), which are refused on the
-    opened handle without blocking.
+    Raises :class:`RolloutFormatError` for anything that breaks the file format or a loader limit
+    (docs/file-format.md), including files that are not regular files (FIFOs, devices,
+    directories), which are refused on the opened handle without blocking.
     """
     name = os.fspath(path)
     return loads(read_rollout_bytes(name, limits=limits), path=name, limits=limits)
@@ -121,7 +121,7 @@ def _collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many small objects.
 
     Events are trees of dicts and lists without cycles; collecting while they are built
-    only re-scans them, which costs more than parsing at 100k events (DESIGN 10).
+    only re-scans them, which costs more than parsing at 100k events (docs/performance.md).
     """
     was_enabled = gc.isenabled()
     gc.disable()

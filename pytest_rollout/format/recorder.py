@@ -1,4 +1,4 @@
-"""The recorder: turns emitted events into rollout lines (DESIGN 3), cheaply and safely.
+"""The recorder: turns emitted events into rollout lines (docs/file-format.md), cheaply and safely.
 
 ``emit`` does only what must happen at once, under one lock: the event gets its place in the
 run and its step, the clock is read, and the payload is snapshotted into orjson bytes (later
@@ -142,7 +142,7 @@ def encode_payload(data: Mapping[str, Any]) -> bytes:
 class Recorder:
     """Records one run's events as rollout lines, in memory and optionally to ``path``.
 
-    Steps follow DESIGN 3 unless the payload names one: ``run.started`` is step 0, each
+    Steps follow docs/file-format.md unless the payload names one: ``run.started`` is step 0, each
     ``llm.turn.started`` (or a ``llm.turn.completed`` with no start of its own) opens the
     next step, and every other event carries the current step.
     """

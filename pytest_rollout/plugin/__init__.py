@@ -657,7 +657,7 @@ class RolloutPlugin:
         return session
 
     def _verified_golden(self, item: pytest.Item, path: Path, redactor: Redactor) -> Rollout:
-        """The golden at ``path``, once its receipt vouches for its bytes (DESIGN 9)."""
+        """The golden at ``path``, once its receipt vouches for its bytes (docs/secrets.md)."""
         data = read_rollout_bytes(path)
         check = verify(path, data)
         if check.status is not ReceiptStatus.OK and not self.settings.accept_edits:

@@ -2,15 +2,16 @@
 
 ``assert rollout == snapshot(extension_class=RolloutSnapshotExtension)`` keeps syrupy's
 workflow (``--snapshot-update``, unused-snapshot detection and cleanup, ``--snapshot-details``,
-pytest-xdist) for agent runs. What is stored is the run in canonical form (DESIGN 4), one
+pytest-xdist) for agent runs. What is stored is the run in canonical form (docs/replay.md), one
 ``.jsonl`` file per snapshot; what is compared is that canonical form; and a mismatch reads
 like a golden's: the first divergent step, its kind, the field-level difference and the score.
 
-The file has the line format of a rollout file (DESIGN 3): ``{"ts","seq","type","data"}``, with
-``data`` canonical (volatile fields removed, keys sorted, floats rounded) and ``data.step``
-kept as the recorder writes it. ``ts`` is the fixed :data:`SNAPSHOT_TS` and ``seq`` the
-event's position, so the bytes depend on nothing but what the run did, and the strict loader,
-``rollout diff``, ``rollout show`` and ``rollout fork`` all read the file.
+The file has the line format of a rollout file (docs/file-format.md):
+``{"ts","seq","type","data"}``, with ``data`` canonical (volatile fields removed, keys
+sorted, floats rounded) and ``data.step`` kept as the recorder writes it. ``ts`` is the fixed
+:data:`SNAPSHOT_TS` and ``seq`` the event's position, so the bytes depend on nothing but what
+the run did, and the strict loader, ``rollout diff``, ``rollout show`` and ``rollout fork``
+all read the file.
 
 This module imports syrupy; ``import pytest_rollout`` does not import it (the package's
 ``RolloutSnapshotExtension`` attribute is resolved on first use).

@@ -1,4 +1,4 @@
-"""Fork (DESIGN 8): rebuild the conversation up to step N of a rollout, to resume it live.
+"""Fork (docs/cli.md): rebuild the conversation up to step N of a rollout, to resume it live.
 
 The conversation is rebuilt from the events, not from whatever message shapes the agent
 used: the opening request (system and user messages of step 1), then for each step up to N

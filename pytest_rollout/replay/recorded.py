@@ -1,4 +1,4 @@
-"""Replay (DESIGN 6): a recording is the world, and replay never reaches the live system.
+"""Replay (docs/replay.md): a recording is the world, and replay never reaches the live system.
 
 :class:`Replay` holds a recorded run and answers from it: the LLM turns in order (each
 checked against the request the harness rendered, by the hash of its canonical form) and the

@@ -63,7 +63,7 @@ __all__ = [
 RECEIPT_SUFFIX: Final = ".receipt"
 #: The version of the receipt file itself; a reader refuses versions it does not know.
 RECEIPT_VERSION: Final = 1
-#: The version of the rollout file format a receipt vouches for: DESIGN 3 (one JSON event
+#: The version of the rollout file format a receipt vouches for: docs/file-format.md (one JSON event
 #: per line). Bump it, and teach the loader, when that on-disk contract changes.
 ROLLOUT_FORMAT: Final = 1
 #: A receipt is a few hundred bytes; anything over this is refused unread.

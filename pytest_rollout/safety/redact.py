@@ -1,4 +1,4 @@
-"""Redaction (DESIGN 9): secrets never reach disk.
+"""Redaction (docs/secrets.md): secrets never reach disk.
 
 Every recorded event payload passes through a :class:`Redactor` before its bytes are
 written, and :meth:`Redactor.scan` checks a whole file once more before it is renamed into

@@ -155,7 +155,7 @@ def raw_response(status: int, content_type: str, body: bytes) -> dict[str, Any]:
 
 
 #: How many JSON elements a parsed response may hold; more is kept as one text string, so
-#: that its event stays well within the loader's element limit per line (DESIGN 3.1).
+#: that its event stays well within the loader's element limit per line (docs/file-format.md).
 RAW_ELEMENTS: Final = 40_000
 
 
