@@ -14,13 +14,12 @@ from typing import Any
 import orjson
 import pytest
 
-from pytest_rollout.diff.drift import drift_report
+from pytest_rollout.diff.drift import Verdict, drift_report
 from pytest_rollout.diff.failure import render_verdict, score_sentence
 from pytest_rollout.diff.report import describe_event
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.session.engine import Verdict
 from pytest_rollout.view.page import (
     content_security_policy,
     diff_entry,

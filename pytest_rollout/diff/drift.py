@@ -28,7 +28,7 @@ from .compare import Comparison, StepStatus, compare
 from .divergence import Divergence, classify
 from .score import RunSummary, Score, score, summarize
 
-__all__ = ["DriftReport", "ToolCallDrift", "drift_report", "likely_causes"]
+__all__ = ["DriftReport", "ToolCallDrift", "Verdict", "drift_report", "likely_causes"]
 
 OutcomeDiff = Literal["identical", "regressed", "improved", "changed"]
 
@@ -312,3 +312,41 @@ def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str
             )
             break
     return causes
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """This run against its golden: where both live, and the drift report (golden as a)."""
+
+    golden_path: str
+    run_path: str | None
+    report: DriftReport
+
+    @property
+    def matched(self) -> bool:
+        return self.report.matched
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.report.comparison
+
+    @property
+    def golden_summary(self) -> RunSummary:
+        return self.report.a_summary
+
+    @property
+    def run_summary(self) -> RunSummary:
+        return self.report.b_summary
+
+    @property
+    def score(self) -> Score:
+        return self.report.score
+
+    @property
+    def divergences(self) -> tuple[Divergence, ...]:
+        return self.report.divergences
+
+    @property
+    def headline(self) -> Divergence | None:
+        """The first divergence: replay's own when it raised one, else the comparison's."""
+        return self.report.headline

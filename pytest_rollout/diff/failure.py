@@ -14,7 +14,7 @@ import textwrap
 from typing import Final
 
 from ..safety.sanitize import excerpt, sanitize
-from ..session.engine import Verdict
+from .drift import Verdict
 from .report import (
     Labels,
     format_cost,

@@ -30,7 +30,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions, canonicalize
-from ..diff.drift import drift_report
+from ..diff.drift import Verdict, drift_report
 from ..diff.failure import render_verdict
 from ..diff.report import Labels
 from ..errors import RolloutError, RolloutFormatError
@@ -38,7 +38,7 @@ from ..format.events import RUN_STARTED, Event
 from ..format.files import atomic_write
 from ..format.loader import Rollout, loads
 from ..safety.sanitize import excerpt, sanitize
-from ..session.engine import RolloutSession, Verdict
+from ..session.engine import RolloutSession
 
 if TYPE_CHECKING:
     import pytest

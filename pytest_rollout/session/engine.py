@@ -34,10 +34,9 @@ from ..analysis.assertions import (
     tool_calls_by_name,
 )
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
-from ..diff.compare import Comparison
 from ..diff.divergence import Divergence, ReplayDivergenceError
-from ..diff.drift import DriftReport, drift_report
-from ..diff.score import RunSummary, Score, summarize
+from ..diff.drift import Verdict, drift_report
+from ..diff.score import summarize
 from ..errors import RolloutError
 from ..format.events import AUDIT_ACTION, RUN_COMPLETED, RUN_FAILED, RUN_STARTED, Event
 from ..format.loader import Rollout
@@ -65,7 +64,6 @@ __all__ = [
     "Mode",
     "RolloutSession",
     "RunHandle",
-    "Verdict",
 ]
 
 
@@ -109,44 +107,6 @@ class RunHandle:
     """Yielded by ``rollout.run()``: set ``output`` to the agent's final answer."""
 
     output: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """This run against its golden: where both live, and the drift report (golden as a)."""
-
-    golden_path: str
-    run_path: str | None
-    report: DriftReport
-
-    @property
-    def matched(self) -> bool:
-        return self.report.matched
-
-    @property
-    def comparison(self) -> Comparison:
-        return self.report.comparison
-
-    @property
-    def golden_summary(self) -> RunSummary:
-        return self.report.a_summary
-
-    @property
-    def run_summary(self) -> RunSummary:
-        return self.report.b_summary
-
-    @property
-    def score(self) -> Score:
-        return self.report.score
-
-    @property
-    def divergences(self) -> tuple[Divergence, ...]:
-        return self.report.divergences
-
-    @property
-    def headline(self) -> Divergence | None:
-        """The first divergence: replay's own when it raised one, else the comparison's."""
-        return self.report.headline
 
 
 @dataclass(slots=True)

@@ -60,7 +60,7 @@ from typing import Any, Final
 import orjson
 
 from ..diff.compare import Comparison, FieldChange, is_missing
-from ..diff.drift import DriftReport, drift_report
+from ..diff.drift import DriftReport, Verdict, drift_report
 from ..diff.failure import render_verdict, score_sentence
 from ..diff.report import describe_event
 from ..diff.score import RunSummary, summarize
@@ -68,7 +68,6 @@ from ..errors import RolloutError
 from ..format.events import Event
 from ..format.loader import Rollout, load, loads
 from ..safety.sanitize import excerpt, sanitize
-from ..session.engine import Verdict
 
 __all__ = [
     "content_security_policy",
