@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..diff.report import call_text, format_cost, value_text
 from ..diff.score import summarize
+from ..diff.text import call_text, format_cost, value_text
 from ..format.events import ERROR_FAMILIES, LLM_TURN_COMPLETED, Event
 from ..replay.recorded import Recording
 from .analyzers import Antipattern

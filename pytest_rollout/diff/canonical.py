@@ -13,6 +13,7 @@ another API key in its environment did the same thing, and its requests must mat
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ from typing import Any, Final
 import orjson
 
 from ..format.events import Event
-from ..format.loader import _collector_paused
+from ..format.gcpause import collector_paused
 
 __all__ = [
     "DEFAULT_DROP_KEYS",
@@ -269,5 +270,11 @@ def canonicalize(
     """The canonical form of a run: its events minus ignored types, each canonicalized."""
     ignored = options.ignore_types
     # Many small containers without cycles: the cyclic collector would only re-scan them.
-    with _collector_paused():
+    with collector_paused():
         return [canonicalize_event(e, options) for e in events if e.type not in ignored]
+
+
+def arguments_hash(arguments: Any) -> str:
+    """sha256 of a tool call's canonical arguments: how replay and the integrity check know
+    a call for the one recorded."""
+    return hashlib.sha256(canonical_bytes(arguments)).hexdigest()

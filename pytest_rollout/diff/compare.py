@@ -21,8 +21,8 @@ import orjson
 from deepdiff import DeepDiff
 
 from ..format.events import Event
+from ..format.gcpause import collector_paused
 from ..format.ids import align_call_ids
-from ..format.loader import _collector_paused
 from .canonical import (
     DEFAULT_OPTIONS,
     CanonicalEvent,
@@ -234,7 +234,7 @@ def compare(
     rb = _Run(b, options)
     na = len(ra.sources)
     nb = len(rb.sources)
-    with _collector_paused():
+    with collector_paused():
         differs = _first_difference(ra, range(na), rb, range(nb))
     if differs is None and na == nb:
         return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)

@@ -17,11 +17,11 @@ from ..safety.sanitize import excerpt, sanitize
 from .drift import Verdict
 from .report import (
     Labels,
-    format_cost,
     render_divergence,
     score_reasons,
     step_counts,
 )
+from .text import format_cost
 
 __all__ = ["render_verdict"]
 

@@ -21,9 +21,8 @@ from typing import Any
 import orjson
 
 from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
-from ..replay.recorded import arguments_hash
-from .canonical import canonical_bytes
-from .report import value_text
+from .canonical import arguments_hash, canonical_bytes
+from .text import value_text
 
 __all__ = ["IntegrityReport", "Mismatch", "check"]
 

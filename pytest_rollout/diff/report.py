@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-import orjson
+from typing import Final
 
 from ..format.events import (
     LLM_TURN_COMPLETED,
@@ -23,8 +21,9 @@ from ..format.events import (
     Event,
 )
 from ..safety.sanitize import excerpt, sanitize
-from .compare import Comparison, FieldChange, StepStatus, is_missing
+from .compare import Comparison, FieldChange, StepStatus
 from .score import Criterion, RunSummary, Score
+from .text import VALUE_LIMIT, call_text, format_cost, string_change, value_text
 
 __all__ = [
     "Labels",
@@ -36,7 +35,6 @@ __all__ = [
     "render_score",
 ]
 
-VALUE_LIMIT: Final = 60
 REPLAY_DIVERGENCE: Final = "replay.divergence"
 
 
@@ -46,36 +44,6 @@ class Labels:
 
     a: str = "A"
     b: str = "B"
-
-
-def format_cost(cost: float | None) -> str:
-    if cost is None:
-        return "cost unknown"
-    text = f"{cost:.6f}".rstrip("0")
-    whole, _, frac = text.partition(".")
-    return f"${whole}.{frac.ljust(2, '0')}"
-
-
-def value_text(value: Any, limit: int = VALUE_LIMIT) -> str:
-    """A JSON rendering of ``value``, sanitized and capped."""
-    if is_missing(value):
-        return "(absent)"
-    try:
-        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:
-        text = repr(value)
-    return excerpt(text, limit)
-
-
-def call_text(name: Any, arguments: Any, limit: int = VALUE_LIMIT) -> str:
-    """``name(key=value, ...)`` for a tool call."""
-    if isinstance(arguments, Mapping):
-        args = ", ".join(f"{sanitize(str(k))}={value_text(v, 30)}" for k, v in arguments.items())
-    elif arguments is None:
-        args = ""
-    else:
-        args = value_text(arguments, 30)
-    return excerpt(f"{name}", 40) + "(" + (args if len(args) <= limit else args[:limit] + "…") + ")"
 
 
 def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
@@ -211,22 +179,6 @@ def render_changes(changes: tuple[FieldChange, ...], limit: int = 8) -> list[str
     if len(changes) > limit:
         lines.append(f"... and {len(changes) - limit} more changed fields")
     return lines
-
-
-def string_change(a: str, b: str, limit: int = VALUE_LIMIT) -> tuple[str, str]:
-    """Both strings as JSON excerpts around where they start to differ.
-
-    Long strings that differ near their end would otherwise show identical excerpts.
-    """
-    common = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        common += 1
-    start = max(0, common - limit // 3)
-    if start == 0:
-        return value_text(a, limit), value_text(b, limit)
-    return "…" + value_text(a[start:], limit)[1:], "…" + value_text(b[start:], limit)[1:]
 
 
 def render_divergence(

@@ -16,8 +16,9 @@ import orjson
 
 from ..format.events import Event
 from ..safety.sanitize import excerpt, sanitize
-from .report import describe_event, format_cost
+from .report import describe_event
 from .score import RunSummary, summarize
+from .text import format_cost
 
 __all__ = [
     "event_matches",

@@ -12,12 +12,10 @@ object, and no check recurses.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -26,6 +24,7 @@ import orjson
 from ..errors import RolloutFormatError
 from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
 from .files import Unreadable, read_regular
+from .gcpause import collector_paused
 
 __all__ = ["Limits", "Rollout", "load", "loads", "read_rollout_bytes"]
 
@@ -99,7 +98,7 @@ def loads(data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS
         raise RolloutFormatError(
             path, None, f"file is {len(data)} bytes, over the {limits.total_bytes}-byte limit"
         )
-    with _collector_paused():
+    with collector_paused():
         return Rollout(path, _parse_events(data, path, limits))
 
 
@@ -114,22 +113,6 @@ def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT
         return read_regular(name, limits.total_bytes, "rollout file")
     except Unreadable as exc:
         raise RolloutFormatError(name, None, exc.reason) from None
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many small objects.
-
-    Events are trees of dicts and lists without cycles; collecting while they are built
-    only re-scans them, which costs more than parsing at 100k events (docs/performance.md).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:

@@ -19,10 +19,10 @@ from typing import Any, Final
 
 import orjson
 
-from ..diff.canonical import canonical_bytes, canonicalize_event
+from ..diff.canonical import arguments_hash, canonical_bytes, canonicalize_event
 from ..diff.compare import field_changes
 from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
-from ..diff.report import call_text, string_change, value_text
+from ..diff.text import call_text, string_change, value_text
 from ..format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, TOOL_CALL_COMPLETED, Event
 from ..format.loader import Rollout, load
 from ..format.recorder import encode_payload
@@ -51,11 +51,6 @@ def _digest(value: Any) -> str:
 def request_hash(messages: Any, tools: Any, params: Mapping[str, Any]) -> str:
     """sha256 of a request's canonical form: the whole message list, tools and params."""
     return _digest({"messages": messages, "tools": tools, "params": dict(params)})
-
-
-def arguments_hash(arguments: Any) -> str:
-    """sha256 of a tool call's canonical arguments."""
-    return _digest(arguments)
 
 
 def new_messages(previous: Sequence[Any], current: Sequence[Any]) -> list[Any]:
