@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pytest_rollout.view.page import content_security_policy, page_data, run_entry
+from pytest_rollout.view.entries import run_entry
+from pytest_rollout.view.page import content_security_policy, page_data
 from pytest_rollout.view.server import DATA_PATH, TOKEN_HEADER, ViewServer
 
 GOLDEN = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"

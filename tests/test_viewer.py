@@ -20,13 +20,8 @@ from pytest_rollout.diff.report import describe_event
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.view.page import (
-    content_security_policy,
-    diff_entry,
-    page_data,
-    render_page,
-    run_entry,
-)
+from pytest_rollout.view.entries import diff_entry, run_entry
+from pytest_rollout.view.page import content_security_policy, page_data, render_page
 
 ROOT = Path(__file__).resolve().parent.parent
 LYON = ROOT / "golden" / "tests" / "test_example_agent" / "test_weather_agent[lyon].jsonl"

@@ -26,11 +26,8 @@ from test_viewer import (
     record_trip,
 )
 
-from pytest_rollout.view.page import (
-    diff_entry,
-    render_page,
-    run_entry,
-)
+from pytest_rollout.view.entries import diff_entry, run_entry
+from pytest_rollout.view.page import render_page
 from pytest_rollout.view.server import ViewServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -93,7 +90,12 @@ def watched(browser: Any) -> Iterator[Watched]:
     page = context.new_page()
     page.add_init_script(WATCH)
     seen = Watched(page)
-    page.on("console", lambda m: m.type in ("error", "warning") and seen.errors.append(m.text))
+
+    def on_console(message: Any) -> None:
+        if message.type in ("error", "warning"):
+            seen.errors.append(message.text)
+
+    page.on("console", on_console)
     page.on("pageerror", lambda exc: seen.errors.append(str(exc)))
     page.on("request", lambda request: seen.requests.append(request.url))
 
@@ -130,7 +132,8 @@ def report(tmp_path: Path) -> tuple[str, list[dict[str, Any]]]:
 
 
 def visible_entries(page: Any) -> list[str]:
-    return page.locator(".entry:visible .entry-name").all_inner_texts()
+    names: list[str] = page.locator(".entry:visible .entry-name").all_inner_texts()
+    return names
 
 
 def test_the_report_opens_on_the_failing_diff_cleanly(

@@ -16,7 +16,8 @@ from typing import Any, TextIO
 from ..errors import RolloutError
 from ..format.files import atomic_write
 from ..safety.sanitize import sanitize
-from .page import diff_entry, render_page, run_entry
+from .entries import diff_entry, run_entry
+from .page import render_page
 from .server import ViewServer
 
 __all__ = ["collect_entries", "view_command"]

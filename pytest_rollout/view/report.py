@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .page import diff_entry, render_page, run_entry
+from .entries import diff_entry, run_entry
+from .page import render_page
 
 __all__ = ["ReportItem", "render_session_report"]
 
