@@ -326,6 +326,8 @@ def _resolved(path: Path) -> Path | None:
 
 @dataclass(slots=True)
 class _Sweep:
+    """One pass of retention over the capture root: what may be deleted, and what was."""
+
     root: Path  # resolved
     keep: frozenset[Path]  # resolved
     kept_runs: frozenset[str]  # run ids of the kept run files
@@ -369,6 +371,33 @@ class _Sweep:
         with contextlib.suppress(OSError):  # not empty (a user's file, a kept run), or gone
             parent.rmdir()
 
+    def expire(self, days: list[tuple[date, Path]], cutoff: date) -> None:
+        """Empty (and remove) the day directories older than ``cutoff``."""
+        for day, path in days:
+            if day >= cutoff:
+                break
+            for f in list(_run_files(day, path, self.tally)):
+                if self.deletable(f):
+                    self.delete(f)
+            self.rmdir(path)
+
+    def trim(self, days: list[tuple[date, Path]], cap: int, today: date) -> None:
+        """Remove the oldest run files until those left add up to ``cap`` bytes at most;
+        remove the day directories this empties, except ``today``'s and later ones."""
+        # Expired directories are scanned again: what they kept still counts.
+        files = [f for day, path in days for f in _run_files(day, path, self.tally)]
+        total = sum(f.size for f in files)
+        emptied: dict[date, Path] = {}
+        for f in sorted(files, key=lambda f: (f.day, f.run_id, f.partial, f.path.name)):
+            if total <= cap:
+                break
+            if self.deletable(f) and self.delete(f):
+                total -= f.size
+                emptied[f.day] = f.path.parent
+        for day, path in emptied.items():
+            if day < today:
+                self.rmdir(path)
+
 
 def enforce_retention(
     root: Path, limits: CaptureLimits, today: date, *, keep: Collection[Path] = ()
@@ -394,32 +423,10 @@ def enforce_retention(
     kept_runs = frozenset(m["run"] for p in kept if (m := _RUN_FILE_RE.fullmatch(p.name)))
     sweep = _Sweep(root=base, keep=kept, kept_runs=kept_runs, now=time.time())
     days = _day_dirs(root, sweep.tally)
-
     if limits.retention_days is not None:
-        cutoff = today - timedelta(days=limits.retention_days)
-        for day, path in days:
-            if day >= cutoff:
-                break
-            for f in list(_run_files(day, path, sweep.tally)):
-                if sweep.deletable(f):
-                    sweep.delete(f)
-            sweep.rmdir(path)
-
+        sweep.expire(days, today - timedelta(days=limits.retention_days))
     if limits.max_total_bytes is not None:
-        # Expired directories are scanned again: what they kept still counts.
-        files = [f for day, path in days for f in _run_files(day, path, sweep.tally)]
-        total = sum(f.size for f in files)
-        emptied: dict[date, Path] = {}
-        for f in sorted(files, key=lambda f: (f.day, f.run_id, f.partial, f.path.name)):
-            if total <= limits.max_total_bytes:
-                break
-            if sweep.deletable(f) and sweep.delete(f):
-                total -= f.size
-                emptied[f.day] = f.path.parent
-        for day, path in emptied.items():
-            if day < today:
-                sweep.rmdir(path)
-
+        sweep.trim(days, limits.max_total_bytes, today)
     return Pruned(removed=tuple(sweep.removed), freed_bytes=sweep.freed, errors=sweep.tally.errors)
 
 

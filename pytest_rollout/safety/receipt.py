@@ -144,34 +144,11 @@ class Receipt:
                 path, f"receipt is {len(data)} bytes, over the {MAX_RECEIPT_BYTES}-byte limit"
             )
         obj = _json_object(data, path)
-        version = obj.get("receipt")
-        if not _is_int(version):
-            raise ReceiptError(path, _field_problem("receipt", "an integer", version))
-        if version != RECEIPT_VERSION:
-            raise ReceiptError(
-                path,
-                f"unknown receipt version {version} (this pytest-rollout reads version "
-                f"{RECEIPT_VERSION}; upgrade it, or re-seal the golden)",
-            )
+        _check_version(obj.get("receipt"), path)
         _exact_fields(obj, _FIELDS, "", path)
-        name = obj["file"]
-        if not isinstance(name, str) or not name:
-            raise ReceiptError(path, _field_problem("file", "a non-empty string", name))
-        if file is not None and name != file:
-            raise ReceiptError(path, f"it is the receipt of {_quote(name)}, not of {_quote(file)}")
-        redaction = obj["redaction"]
-        if not isinstance(redaction, dict):
-            raise ReceiptError(path, _field_problem("redaction", "an object", redaction))
-        _exact_fields(redaction, _REDACTION_FIELDS, "redaction.", path)
-        strings = {"sha256": obj["sha256"]} | {
-            f"redaction.{key}": redaction[key] for key in ("mode", "rules_sha256")
-        }
-        for key, value in strings.items():
-            if not isinstance(value, str):
-                raise ReceiptError(path, _field_problem(key, "a string", value))
-        for key in ("bytes", "events", "format"):
-            if not _is_int(obj[key]):
-                raise ReceiptError(path, _field_problem(key, "an integer", obj[key]))
+        _check_file(obj["file"], file, path)
+        redaction = _redaction_object(obj["redaction"], path)
+        _check_kinds(obj, redaction, path)
         try:
             return cls(
                 sha256=obj["sha256"],
@@ -277,6 +254,46 @@ def _exact_fields(obj: dict[str, Any], wanted: frozenset[str], prefix: str, path
     extra = sorted(obj.keys() - wanted)
     if extra:
         raise ReceiptError(path, f"unexpected field {_quote(prefix + extra[0])}")
+
+
+def _check_version(version: object, path: str) -> None:
+    if not _is_int(version):
+        raise ReceiptError(path, _field_problem("receipt", "an integer", version))
+    if version != RECEIPT_VERSION:
+        raise ReceiptError(
+            path,
+            f"unknown receipt version {version} (this pytest-rollout reads version "
+            f"{RECEIPT_VERSION}; upgrade it, or re-seal the golden)",
+        )
+
+
+def _check_file(name: object, file: str | None, path: str) -> None:
+    """The receipt's ``file`` field: a name, and ``file`` when one is expected."""
+    if not isinstance(name, str) or not name:
+        raise ReceiptError(path, _field_problem("file", "a non-empty string", name))
+    if file is not None and name != file:
+        raise ReceiptError(path, f"it is the receipt of {_quote(name)}, not of {_quote(file)}")
+
+
+def _redaction_object(redaction: object, path: str) -> dict[str, Any]:
+    if not isinstance(redaction, dict):
+        raise ReceiptError(path, _field_problem("redaction", "an object", redaction))
+    _exact_fields(redaction, _REDACTION_FIELDS, "redaction.", path)
+    return redaction
+
+
+def _check_kinds(obj: dict[str, Any], redaction: dict[str, Any], path: str) -> None:
+    """The strings are strings and the counts integers (their values are checked by
+    :class:`Receipt` itself)."""
+    strings = {"sha256": obj["sha256"]} | {
+        f"redaction.{key}": redaction[key] for key in ("mode", "rules_sha256")
+    }
+    for key, value in strings.items():
+        if not isinstance(value, str):
+            raise ReceiptError(path, _field_problem(key, "a string", value))
+    for key in ("bytes", "events", "format"):
+        if not _is_int(obj[key]):
+            raise ReceiptError(path, _field_problem(key, "an integer", obj[key]))
 
 
 def make_receipt(data: bytes, *, redaction_mode: str, rules_sha256: str) -> Receipt:

@@ -1,0 +1,351 @@
+"""The rule tables of redaction (docs/secrets.md): what counts as a secret, and its label.
+
+Three tables, one per layer of :class:`~pytest_rollout.safety.redact.Redactor`:
+
+- **Patterns.** :data:`BUILTIN_RULES`, the regular expressions applied to every string, with
+  the checks some of them need beyond the expression (:data:`SPAN_CHECKS`).
+- **Keys.** :data:`SECRET_KEYS` and :data:`KEY_SUFFIXES`: the names whose value is hidden
+  whatever it looks like, read through :func:`normalize_key`.
+- **Environment.** The words that make an environment variable's value a secret
+  (:func:`env_secrets`).
+
+Linear time. Python's ``re`` backtracks, and the patterns run on untrusted text, so every
+built-in pattern keeps two rules. It may only *start* at a leading literal (or a small class
+of letters, such as the ``k``, ``w`` or ``c`` of a credential's name), so that the engine
+skips ahead to it, with the token boundary it needs enforced by a negative lookbehind placed
+right after that literal (``sk-(?<![A-Za-z0-9_-]sk-)``) and the letters before it checked by
+fixed-width lookbehinds. And every run of characters is possessive (``++``, ``*+``,
+``{n,}+``, or an atomic group), so no character is scanned twice by one start, and no run
+can reach past the next place where a match could start (a URL's runs stop at ``/``, a key
+word's runs at the next letter or digit). Each pattern then does O(n) work on a text of n
+characters; the tests run every rule on 200 KB of hostile text. Rules given by the user are
+compiled as written: nothing checks that they cannot backtrack.
+
+The gate (:mod:`pytest_rollout.safety.redact_gate`) knows the words of each built-in rule:
+a rule added here needs its words there too, or every payload is walked.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from ..errors import RolloutError
+
+__all__ = [
+    "BUILTIN_RULES",
+    "KEY_SUFFIXES",
+    "SECRET_KEYS",
+    "SPAN_CHECKS",
+    "RedactionError",
+    "Rule",
+    "SpanCheck",
+    "builtin_key_label",
+    "env_secrets",
+    "normalize_key",
+    "suffix_label",
+]
+
+
+class RedactionError(RolloutError):
+    """A redaction setting was refused: ``subject`` names the rule label, key or mode."""
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, subject: str, reason: str, kind: str = "rule") -> None:
+        self.subject = subject
+        self.reason = reason
+        self.kind = kind
+        super().__init__(f"redaction {kind} {subject!r}: {reason}")
+
+    def __reduce__(self) -> tuple[type[RedactionError], tuple[str, str, str]]:
+        return (type(self), (self.subject, self.reason, self.kind))
+
+
+_LABEL: Final = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A named pattern. ``label`` may use letters, digits and ``_ . : -``; ``pattern`` is a
+    Python regular expression whose named group ``secret``, if any, is the part hidden."""
+
+    label: str
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not _LABEL.fullmatch(self.label):
+            raise RedactionError(
+                str(self.label),
+                "a label may use only letters, digits and _ . : - (write e.g. 'acme-token')",
+            )
+        if not isinstance(self.pattern, str):
+            raise RedactionError(self.label, "the pattern must be a str regular expression")
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise RedactionError(
+                self.label, f"invalid regular expression {self.pattern!r}: {exc}"
+            ) from None
+
+
+# -- the pattern table ----------------------------------------------------------------
+
+_CTRL: Final = r"\x00-\x1f\x7f"
+#: The characters of a URL's user name and password: RFC 3986 userinfo excludes the
+#: delimiters ``/ ? # [ ]``; quotes, angle brackets, backslashes and controls end it too.
+_USERINFO: Final = rf"[^\s/?#\[\]\"'<>\\{_CTRL}"
+
+
+def _ci(word: str) -> str:
+    """``word`` matched case-insensitively with character classes (so that the engine can
+    still skip ahead by the first character)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+_PEM: Final = Rule(
+    "pem-private-key",
+    # The header names any kind of private key; the body runs to the END line or, when
+    # the block is cut short, to the end of the text.
+    r"-----BEGIN (?:(?!PRIVATE KEY)[A-Z0-9]++ )*+PRIVATE KEY(?: BLOCK)?-----"
+    r"[^-]*+(?:-(?!----END)[^-]*+)*+(?:-----END[ A-Z0-9]*+-*+)?+",
+)
+_JWT: Final = Rule(
+    "jwt",
+    r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]{5,}+(?:\.[A-Za-z0-9_-]++)*+",
+)
+_ANTHROPIC: Final = Rule("anthropic-key", r"sk-(?<![A-Za-z0-9_-]sk-)ant-[A-Za-z0-9_-]{20,}+")
+_OPENAI: Final = Rule(
+    "openai-key",
+    # Not sk-ant- (Anthropic's); at least one capital or digit, so a lowercase slug such as
+    # sk-some-long-css-class-name is left alone.
+    r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?=[a-z_-]*+[A-Z0-9])[A-Za-z0-9_-]{20,}+",
+)
+_GITHUB: Final = Rule(
+    "github-token",
+    r"g(?<![A-Za-z0-9_-]g)(?:h[pousr]_[A-Za-z0-9]{30,}+|ithub_pat_[A-Za-z0-9_]{30,}+)",
+)
+_SLACK: Final = Rule("slack-token", r"x(?<![A-Za-z0-9_-]x)(?:ox[baprs]|app)-[A-Za-z0-9-]{10,}+")
+_GOOGLE: Final = Rule("google-api-key", r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35,}+")
+_STRIPE: Final = Rule(
+    "stripe-key", r"[rs]k_(?<![A-Za-z0-9_-][rs]k_)(?:live|test)_[A-Za-z0-9]{10,}+"
+)
+_AWS_ACCESS: Final = Rule(
+    "aws-access-key",
+    r"A(?<![A-Za-z0-9]A)(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)[A-Z0-9]{16}(?![A-Z0-9])",
+)
+#: "secret key" and "secret access key", the words joined or split by "_", "-" or ".", as
+#: fixed-width lookbehinds (a name ending so, e.g. aws_secret_access_key or SecretAccessKey).
+_SECRET_KEY_NAMES: Final = "|".join(
+    f"(?<=(?i:secret{middle}key))"
+    for middle in ("", "[_.-]", "access", "access[_.-]", "[_.-]access", "[_.-]access[_.-]")
+)
+_AWS_SECRET: Final = Rule(
+    "aws-secret-key",
+    # Forty characters of base64 are a secret only after a name that says so. The pattern
+    # starts at the "k" of "key" (a class, so the engine skips ahead to it).
+    rf"[Kk](?i:ey)(?:{_SECRET_KEY_NAMES})"
+    r"(?:[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?|[ \t]++)"
+    r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+)
+_URL_PASSWORD: Final = Rule(
+    "url-password",
+    # scheme://user:password@host. The group runs to the end of the authority; the
+    # password is its part before the last "@" (a raw "@" in a password is common).
+    rf"://(?<=[A-Za-z0-9.+-]://)[^\s:/?#\[\]\"'<>\\{_CTRL}]*+:(?P<secret>{_USERINFO}]++)",
+)
+_BEARER: Final = Rule(
+    "bearer",
+    # A lone word ("Bearer token", "bearer authentication") is prose, not a token.
+    rf"{_ci('bearer')}(?<![A-Za-z0-9_-]{_ci('bearer')})[ \t]++"
+    r"(?P<secret>(?![A-Za-z][a-z]*+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/-]{8,}+=*+)",
+)
+_BASIC: Final = Rule(
+    "basic-auth",
+    # Kept only when the credential decodes to printable "user:password".
+    rf"{_ci('basic')}(?<![A-Za-z0-9_-]{_ci('basic')})[ \t]++"
+    r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2}+)(?![A-Za-z0-9+/=])",
+)
+_KEY_NAMES: Final = "|".join(
+    f"(?<=(?i:{word}{sep}key))"
+    for word in ("api", "private", "secret", "secretaccess", "secret[_.-]access")
+    for sep in ("", "[_.-]")
+)
+#: The names of a credential pair, ending the name (token, access_token, api_key, api-key,
+#: private_key, secret_key, secret_access_key, password(s), passwd, secret(s),
+#: credential(s)). Each is entered at its k, w or c, one class the engine can skip ahead to;
+#: fixed-width lookbehinds check the letters before.
+_PAIR_WORD: Final = (
+    r"[KkWwCc](?:(?<=(?i:tok))(?i:en)|(?i:ey)(?:" + _KEY_NAMES + r")"
+    r"|(?<=(?i:passw))(?i:ords?|d)|(?<=(?i:sec))(?i:rets?)|(?<=[Cc])(?i:redentials?))"
+)
+_CREDENTIAL_PAIR: Final = Rule(
+    "credential-pair",
+    # api_key=..., "password": "...", access_token: ..., ?client_secret=...&; a quoted value
+    # runs to its closing quote, a bare one to whitespace, a quote, & , or ;.
+    _PAIR_WORD + r"[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?"
+    r"(?!\[REDACTED:)(?!(?i:null|true|false|none)(?![A-Za-z0-9_]))"
+    rf"(?P<secret>(?<=\")[^\"{_CTRL}]++(?=\")|(?<=')[^'{_CTRL}]++(?=')"
+    rf"|[^\s\"'&,;\\{_CTRL}]++)",
+)
+
+#: The built-in rules, applied in this order (the specific ones before the generic ones).
+BUILTIN_RULES: Final[tuple[Rule, ...]] = (
+    _PEM,
+    _JWT,
+    _ANTHROPIC,
+    _OPENAI,
+    _GITHUB,
+    _SLACK,
+    _GOOGLE,
+    _STRIPE,
+    _AWS_ACCESS,
+    _AWS_SECRET,
+    _URL_PASSWORD,
+    _BEARER,
+    _BASIC,
+    _CREDENTIAL_PAIR,
+)
+
+
+#: Where the secret of a match is: its (start, end), or ``None`` when the match is no secret.
+SpanCheck = Callable[[re.Match[str]], tuple[int, int] | None]
+
+
+def _url_password_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """A URL's password is the group's part before its last "@" (a raw "@" in a password
+    is common)."""
+    start, end = match.span("secret")
+    at = match.string.rfind("@", start, end)
+    return (start, at) if at > start else None
+
+
+def _basic_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """A Basic credential is one only when it decodes to printable "user:password"."""
+    credential = match.group("secret")
+    if len(credential) % 4:
+        return None
+    try:
+        text = base64.b64decode(credential, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return match.span("secret") if ":" in text and text.isprintable() else None
+
+
+#: Built-in checks beyond the regular expression, keyed by rule.
+SPAN_CHECKS: Final[Mapping[Rule, SpanCheck]] = {
+    _URL_PASSWORD: _url_password_span,
+    _BASIC: _basic_span,
+}
+
+
+# -- the key layer --------------------------------------------------------------------
+
+#: Normalized names of keys whose values are always secret.
+SECRET_KEYS: Final = frozenset(
+    {
+        "authorization",
+        "proxyauthorization",
+        "apikey",
+        "xapikey",
+        "password",
+        "passwords",
+        "passwd",
+        "secret",
+        "secrets",
+        "clientsecret",
+        "token",
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "authtoken",
+        "sessiontoken",
+        "cookie",
+        "setcookie",
+        "privatekey",
+        "secretkey",
+        "secretaccesskey",
+        "credential",
+        "credentials",
+        "xamzsecuritytoken",
+    }
+)
+
+#: (normalized suffix, final word written unbroken, label), longest suffixes first. Every
+#: name of SECRET_KEYS ends with one of these suffixes.
+KEY_SUFFIXES: Final = (
+    (b"secretaccesskey", b"key", "secret"),
+    (b"authorization", b"authorization", "authorization"),
+    (b"credentials", b"credentials", "credentials"),
+    (b"credential", b"credential", "credentials"),
+    (b"privatekey", b"key", "private-key"),
+    (b"passwords", b"passwords", "password"),
+    (b"secretkey", b"key", "secret"),
+    (b"password", b"password", "password"),
+    (b"secrets", b"secrets", "secret"),
+    (b"passwd", b"passwd", "password"),
+    (b"secret", b"secret", "secret"),
+    (b"cookie", b"cookie", "cookie"),
+    (b"apikey", b"key", "api-key"),
+    (b"token", b"token", "token"),
+)
+_NOT_ALNUM: Final = bytes(b for b in range(256) if not (0x30 <= b <= 0x39 or 0x61 <= b <= 0x7A))
+
+
+def normalize_key(key: str) -> tuple[bytes, bytes]:
+    """``key`` ASCII-lowercased: every other character dropped, and only trailing ones
+    dropped (a non-ASCII character separates words, as punctuation does)."""
+    lowered = key.encode("ascii", "replace").lower()
+    return lowered.translate(None, _NOT_ALNUM), lowered.rstrip(_NOT_ALNUM)
+
+
+def builtin_key_label(key: str) -> str | None:
+    """The label of a key the built-in table names a secret, or ``None``."""
+    name, stripped = normalize_key(key)
+    for suffix, word, label in KEY_SUFFIXES:
+        if name.endswith(suffix) and stripped.endswith(word):
+            return label
+    return None
+
+
+def suffix_label(name: bytes) -> str | None:
+    """The label of the built-in suffix that normalized ``name`` ends with, if any (how an
+    extra key given by the user is labelled)."""
+    return next((label for suffix, _, label in KEY_SUFFIXES if name.endswith(suffix)), None)
+
+
+# -- the environment layer ------------------------------------------------------------
+
+_ENV_WORDS: Final = frozenset(
+    {
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "APIKEY",
+        "DSN",
+        "PAT",
+    }
+)
+_ENV_MIN_LENGTH: Final = 8
+
+
+def env_secrets(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(value, label) of every secret-looking variable, longest value first."""
+    found: dict[str, str] = {}
+    for name in sorted(environ):
+        value = environ[name]
+        if not isinstance(value, str) or not _ENV_WORDS.intersection(name.upper().split("_")):
+            continue
+        if len(value) < _ENV_MIN_LENGTH or value.startswith("/") or value.isdigit():
+            continue
+        found.setdefault(value, "env:" + re.sub(r"[^A-Za-z0-9_.:-]", "_", name))
+    return sorted(found.items(), key=lambda item: (-len(item[0]), item[0]))

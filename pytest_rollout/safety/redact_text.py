@@ -1,0 +1,218 @@
+"""The string layer of redaction (docs/secrets.md): rules and environment values applied to
+one string, and the markers that take a secret's place.
+
+:class:`TextRedactor` compiles the environment values and the rules into steps, each one
+regular expression with the label of what it finds, and applies them in order. A marker
+(``[REDACTED:<label>]``, or ``[REDACTED:<label>:sha256:<hex>]`` in ``hashed`` mode) is never
+matched again, so redacting twice changes nothing; and since a marker ends in "]", a token
+boundary, what stood glued to a secret can be one itself once the secret is replaced, so
+passes repeat until nothing changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import orjson
+
+from .redact_gate import Gate
+from .redact_rules import SPAN_CHECKS, Rule, SpanCheck
+
+__all__ = ["MARKER", "MARKER_OPEN", "TextRedactor", "is_marker", "json_escaped"]
+
+#: A redaction marker, as written by any mode.
+MARKER: Final = re.compile(r"\[REDACTED:[A-Za-z0-9_.:-]++\]")
+#: How every marker starts (a cheap test before :data:`MARKER` is tried).
+MARKER_OPEN: Final = "[REDACTED:"
+#: How many times a string is passed through the rules at most (each replacement can make
+#: a boundary that lets another rule match; in practice two passes are the most needed).
+_MAX_PASSES: Final = 8
+
+
+def is_marker(text: str) -> bool:
+    """Whether ``text`` is one whole redaction marker."""
+    return text.startswith(MARKER_OPEN) and MARKER.fullmatch(text) is not None
+
+
+def json_escaped(value: str) -> str:
+    """``value`` as it appears inside an orjson-encoded string."""
+    return orjson.dumps(value).decode("utf-8")[1:-1]
+
+
+def _whole(match: re.Match[str]) -> tuple[int, int] | None:
+    return match.span()
+
+
+def _group(match: re.Match[str]) -> tuple[int, int] | None:
+    span = match.span("secret")
+    return None if span[0] < 0 else span
+
+
+class _Step:
+    """One regular expression and the label of what it finds."""
+
+    __slots__ = ("labels", "regex", "span")
+
+    def __init__(
+        self, regex: re.Pattern[str], labels: str | Mapping[str, str], span: SpanCheck
+    ) -> None:
+        self.regex = regex
+        self.labels = labels
+        self.span = span
+
+    def label(self, match: re.Match[str]) -> str:
+        labels = self.labels
+        return labels if isinstance(labels, str) else labels[match.group()]
+
+    def hits(self, text: str) -> Iterable[tuple[int, int, str]]:
+        """(start, end, label) of each secret, left to right, never overlapping."""
+        search = self.regex.search
+        span = self.span
+        pos = 0
+        while (match := search(text, pos)) is not None:
+            found = span(match)
+            if found is not None and found[0] < found[1]:
+                yield found[0], found[1], self.label(match)
+            pos = match.end() if match.end() > match.start() else match.start() + 1
+
+
+def _pieces(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into (is a marker, piece) so that markers are left alone."""
+    pieces: list[tuple[bool, str]] = []
+    last = 0
+    for match in MARKER.finditer(text):
+        if match.start() > last:
+            pieces.append((False, text[last : match.start()]))
+        pieces.append((True, match.group()))
+        last = match.end()
+    if last < len(text):
+        pieces.append((False, text[last:]))
+    return pieces
+
+
+def _alternation(values: Mapping[str, str]) -> re.Pattern[str]:
+    """Any of ``values``, the longest first, so a value containing another wins."""
+    ordered = sorted(values, key=lambda v: (-len(v), v))
+    return re.compile("|".join(re.escape(v) for v in ordered))
+
+
+def _compile_steps(
+    rules: Iterable[Rule], secrets: list[tuple[str, str]]
+) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
+    """The steps applied to strings, and those applied to raw text (where an environment
+    value may also appear JSON-escaped): the environment values first, then the rules in
+    order."""
+    steps: list[_Step] = []
+    raw_steps: list[_Step] = []
+    if secrets:
+        plain = dict(secrets)
+        steps.append(_Step(_alternation(plain), plain, _whole))
+        escaped = {**{json_escaped(v): lab for v, lab in secrets}, **plain}
+        raw_steps.append(_Step(_alternation(escaped), escaped, _whole))
+    for rule in rules:
+        regex = re.compile(rule.pattern)
+        span = SPAN_CHECKS.get(rule) or (_group if "secret" in regex.groupindex else _whole)
+        steps.append(_Step(regex, rule.label, span))
+    raw_steps += steps[1:] if secrets else steps
+    return tuple(steps), tuple(raw_steps)
+
+
+class TextRedactor:
+    """Finds and hides the secrets of one string: the environment values ``secrets``
+    ((value, label) pairs, longest first), then each of ``rules`` in order.
+
+    ``gate`` (the payload gate, or ``None``) rules strings out before any rule runs;
+    ``hashed`` writes the digest of each secret into its marker.
+    """
+
+    __slots__ = ("_gate", "_hashed", "_raw_steps", "_steps")
+
+    def __init__(
+        self,
+        rules: Iterable[Rule],
+        secrets: list[tuple[str, str]],
+        gate: Gate | None,
+        *,
+        hashed: bool,
+    ) -> None:
+        self._steps, self._raw_steps = _compile_steps(rules, secrets)
+        self._gate = gate
+        self._hashed = hashed
+
+    def marker(self, label: str, secret: str) -> str:
+        """What is written in place of ``secret``."""
+        if self._hashed:
+            digest = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+            return f"[REDACTED:{label}:sha256:{digest}]"
+        return f"[REDACTED:{label}]"
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by its marker (``text`` itself when none)."""
+        if self._clean(text):
+            return text
+        result = text
+        for _ in range(_MAX_PASSES):
+            before = result
+            result = self._pass(result)
+            if result == before:
+                break
+        return result
+
+    def first_label(self, text: str) -> str | None:
+        """The label of the first secret :meth:`redact` would hide, or ``None``."""
+        if self._clean(text):
+            return None
+        return self._label(text, self._steps)
+
+    def raw_label(self, text: str) -> str | None:
+        """The label of the first secret in raw text, where an environment value may also
+        be written JSON-escaped (no gate: the caller has searched already)."""
+        return self._label(text, self._raw_steps)
+
+    def _clean(self, text: str) -> bool:
+        """Whether the gate rules out any secret in ``text`` (seen as in a payload)."""
+        gate = self._gate
+        if gate is None:
+            return False
+        try:
+            encoded = orjson.dumps(text)
+        except TypeError:  # a lone surrogate: let the rules decide
+            return False
+        return gate.regex.search(encoded.translate(gate.table)) is None
+
+    def _pass(self, text: str) -> str:
+        result = text
+        for step in self._steps:
+            if MARKER_OPEN in result:
+                pieces = _pieces(result)
+                parts = [p if marker else self._sub(step, p) for marker, p in pieces]
+                if any(part is not piece[1] for part, piece in zip(parts, pieces, strict=True)):
+                    result = "".join(parts)
+            else:
+                result = self._sub(step, result)
+        return result
+
+    def _sub(self, step: _Step, text: str) -> str:
+        out: list[str] = []
+        last = 0
+        for start, end, label in step.hits(text):
+            out.append(text[last:start])
+            out.append(self.marker(label, text[start:end]))
+            last = end
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    @staticmethod
+    def _label(text: str, steps: tuple[_Step, ...]) -> str | None:
+        pieces = _pieces(text) if MARKER_OPEN in text else [(False, text)]
+        for step in steps:
+            for marker, piece in pieces:
+                if not marker:
+                    for _, _, label in step.hits(piece):
+                        return label
+        return None
