@@ -774,12 +774,12 @@ class FakeModel:
         if self.api == ANTHROPIC_MESSAGES:
             import anthropic
 
-            factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-            return factory(api_key="sk-ant-test", base_url=ANTHROPIC_BASE_URL, **options)
+            anthropic_sdk = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+            return anthropic_sdk(api_key="sk-ant-test", base_url=ANTHROPIC_BASE_URL, **options)
         import openai
 
-        factory = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-        return factory(api_key="sk-test", base_url=OPENAI_BASE_URL, **options)
+        openai_sdk = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+        return openai_sdk(api_key="sk-test", base_url=OPENAI_BASE_URL, **options)
 
 
 def _parse_body(request: httpx2.Request) -> Any:

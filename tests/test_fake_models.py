@@ -26,6 +26,7 @@ from fake_models import (
     Fail,
     FakeModel,
     Say,
+    Turn,
     offline_transport,
 )
 
@@ -36,7 +37,7 @@ MAX_TOKENS = 1024
 WEATHER = Call("get_weather", {"city": "Paris", "unit": "celsius"})
 TIME = Call("get_time", {"timezone": "Europe/Paris"})
 ANSWER = "It is 21 C and sunny in Paris, and it is noon."
-SCRIPT = [[WEATHER, TIME], Say(ANSWER)]
+SCRIPT: list[Turn] = [[WEATHER, TIME], Say(ANSWER)]
 
 FIRST = [{"role": "user", "content": "What is the weather and the time in Paris?"}]
 SECOND = [
@@ -111,7 +112,9 @@ def chat_outcome(completion: Any) -> Outcome:
 
 def chat_chunks_outcome(chunks: list[Any]) -> Outcome:
     """Accumulate raw ``chat.completion.chunk`` objects as a client would."""
-    text, calls, finish = "", {}, None
+    text = ""
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
     assert chunks[0].choices[0].delta.role == "assistant"
     assert len({chunk.id for chunk in chunks}) == 1
     for chunk in chunks:
@@ -589,7 +592,9 @@ def test_scripted_failures_use_each_api_error_shape() -> None:
     with fake.client() as client, pytest.raises(anthropic.APIStatusError) as failed:
         client.messages.create(**message_params(FIRST))
     assert failed.value.status_code == 529
-    assert failed.value.body["error"]["type"] == "overloaded_error"
+    body = failed.value.body
+    assert isinstance(body, dict)
+    assert body["error"]["type"] == "overloaded_error"
 
 
 def test_an_unknown_path_answers_404() -> None:
@@ -635,4 +640,5 @@ def test_script_validation() -> None:
     with pytest.raises(ValueError, match="scripted turn"):
         FakeModel(OPENAI_CHAT, [[]])
     with pytest.raises(ValueError, match="scripted turn"):
-        FakeModel(OPENAI_CHAT, [[Fail()]])
+        # A Fail inside a multi-part turn is deliberately ill-typed: the script must refuse it.
+        FakeModel(OPENAI_CHAT, [[Fail()]])  # type: ignore[list-item]

@@ -42,9 +42,11 @@ def _cases() -> Iterator[Any]:
 
 @pytest.mark.parametrize(("options", "step"), list(_cases()))
 def test_openai_chat_completions_accepts_the_fork(options: dict[str, bool], step: int) -> None:
-    chat = pytest.importorskip("openai.types.chat")
+    pytest.importorskip("openai.types.chat")
+    from openai.types.chat import ChatCompletionMessageParam
+
     result = fork(EVENTS, step, format="openai", **options)
-    adapter = pydantic.TypeAdapter(list[chat.ChatCompletionMessageParam])
+    adapter = pydantic.TypeAdapter(list[ChatCompletionMessageParam])
     _consume(adapter.validate_python(result.messages))
     roles = [m["role"] for m in result.messages]
     assert ("system" in roles) == options["include_system"]
@@ -55,9 +57,11 @@ def test_openai_chat_completions_accepts_the_fork(options: dict[str, bool], step
 
 @pytest.mark.parametrize(("options", "step"), list(_cases()))
 def test_anthropic_messages_accepts_the_fork(options: dict[str, bool], step: int) -> None:
-    types = pytest.importorskip("anthropic.types")
+    pytest.importorskip("anthropic.types")
+    from anthropic.types import MessageParam
+
     result = fork(EVENTS, step, format="anthropic", **options)
-    adapter = pydantic.TypeAdapter(list[types.MessageParam])
+    adapter = pydantic.TypeAdapter(list[MessageParam])
     _consume(adapter.validate_python(result.messages))
     assert (result.system == SYSTEM["content"]) == options["include_system"]
     roles = [m["role"] for m in result.messages]
@@ -68,7 +72,9 @@ def test_anthropic_messages_accepts_the_fork(options: dict[str, bool], step: int
 
 
 def test_an_invalid_message_is_refused_by_the_check() -> None:
-    chat = pytest.importorskip("openai.types.chat")
-    adapter = pydantic.TypeAdapter(list[chat.ChatCompletionMessageParam])
+    pytest.importorskip("openai.types.chat")
+    from openai.types.chat import ChatCompletionMessageParam
+
+    adapter = pydantic.TypeAdapter(list[ChatCompletionMessageParam])
     with pytest.raises(pydantic.ValidationError):
         adapter.validate_python([{"role": "tool", "content": "no tool_call_id"}])

@@ -37,7 +37,7 @@ from pytest_rollout.format.loader import Rollout
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.sdk.clients import MissingPackageError
 from pytest_rollout.sdk.exchange import UnrecordedRequestError
-from pytest_rollout.session.engine import Mode, RolloutSession
+from pytest_rollout.session import Mode, RolloutSession
 
 PROMPT = "What is the weather in Paris?"
 SCRIPT = (Call("get_weather", {"city": "Paris"}), Say("It is sunny in Paris, 21 degrees."))
@@ -121,7 +121,7 @@ def test_a_recorded_run_replays_with_the_live_side_off(
     assert answer == ANSWER
     verdict = replay.verdict()
     assert verdict.matched, verdict.divergences
-    assert replay.divergences() == []
+    assert replay.engine.divergences() == []
 
 
 @pytest.mark.parametrize(("api", "asynchronous", "stream"), SHAPES)
@@ -178,8 +178,8 @@ def test_a_changed_prompt_is_a_prompt_mismatch_and_never_a_live_call(api: str) -
         'recorded "What is the weather in Paris?", got "Oslo?"'
     )
     assert offline.requests == []
-    assert replay.replay is not None
-    assert [d.kind for d in replay.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
+    assert replay.engine.replay is not None
+    assert [d.kind for d in replay.engine.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
 
 
 def test_an_sdk_retry_of_a_diverged_request_is_not_a_second_divergence() -> None:
@@ -194,8 +194,8 @@ def test_an_sdk_retry_of_a_diverged_request_is_not_a_second_divergence() -> None
             model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
     assert isinstance(raised.value.__cause__, ReplayDivergenceError)  # the SDK wraps it
-    assert replay.replay is not None
-    assert [d.kind for d in replay.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
+    assert replay.engine.replay is not None
+    assert [d.kind for d in replay.engine.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
 
 
 def _hi(client: Any) -> Any:
@@ -242,7 +242,7 @@ def test_a_run_that_stops_early_leaves_unconsumed_turns() -> None:
     client = _client(replay, OPENAI_CHAT, offline_transport(), asynchronous=False)
     with replay.run(prompt=PROMPT):
         _first_chat_turn(client, model="gpt-4o-mini")
-    kinds = [d.kind for d in replay.divergences()]
+    kinds = [d.kind for d in replay.engine.divergences()]
     assert DivergenceKind.UNCONSUMED in kinds
 
 

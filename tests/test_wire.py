@@ -800,7 +800,7 @@ def test_the_apis() -> None:
 
 # =============================================================================== requests
 
-CHAT_REQUEST = {
+CHAT_REQUEST: dict[str, Any] = {
     "model": "gpt-4o",
     "messages": [
         {"role": "system", "content": "You are a weather bot."},
@@ -1255,7 +1255,7 @@ def test_a_stream_event_type_of_another_type_is_not_an_error(kind: object) -> No
 def test_key_messages_renames_the_apis_ids_but_not_a_tools_own_data() -> None:
     from pytest_rollout.sdk.wire import key_messages
 
-    messages = [
+    messages: list[dict[str, Any]] = [
         {
             "role": "assistant",
             "content": [

@@ -13,14 +13,12 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ..errors import RolloutError
 from .exchange import Exchange
+from .port import TurnPort
 from .transport import transport_classes
-
-if TYPE_CHECKING:
-    from ..session.engine import RolloutSession
 
 __all__ = ["MissingPackageError", "client", "http_client"]
 
@@ -78,7 +76,7 @@ def _http_module(transport: Any) -> ModuleType:
 
 
 def _recording_transport(
-    session: RolloutSession, module: ModuleType, transport: Any, *, asynchronous: bool
+    session: TurnPort, module: ModuleType, transport: Any, *, asynchronous: bool
 ) -> Any:
     sync_class, async_class = transport_classes(module)
     live = transport
@@ -88,7 +86,7 @@ def _recording_transport(
 
 
 def http_client(
-    session: RolloutSession, transport: Any, client_kwargs: dict[str, Any], *, asynchronous: bool
+    session: TurnPort, transport: Any, client_kwargs: dict[str, Any], *, asynchronous: bool
 ) -> Any:
     """An HTTP client whose model requests go through ``session``; ``transport`` is the live
     one (the network when ``None``; never used in dry replay)."""
@@ -104,7 +102,7 @@ def http_client(
 
 
 def _sdk_http_client(
-    session: RolloutSession, sdk: ModuleType, transport: Any, *, asynchronous: bool
+    session: TurnPort, sdk: ModuleType, transport: Any, *, asynchronous: bool
 ) -> Any:
     """The SDK's own default HTTP client (its timeouts, limits and redirects), with our
     transport in it; a plain one where the SDK has no such class."""
@@ -120,7 +118,7 @@ def _sdk_http_client(
 
 
 def client(
-    session: RolloutSession,
+    session: TurnPort,
     package: str,
     class_name: str,
     transport: Any,

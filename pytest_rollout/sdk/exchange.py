@@ -14,7 +14,8 @@ asks:
   messages, tools, parameters; never headers, never volatile ids). A match is answered with
   the recorded bytes; anything else raises a replay divergence. Nothing reaches the network.
 
-This module never imports an HTTP library: it deals in methods, paths and bytes.
+This module never imports an HTTP library: it deals in methods, paths and bytes. Nor does it
+know the session: it talks to a :class:`~pytest_rollout.sdk.port.TurnPort`.
 """
 
 from __future__ import annotations
@@ -22,20 +23,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..diff.divergence import ReplayDivergenceError
 from ..errors import RolloutError
 from ..format.events import DROP_DETECTED
 from ..replay.recorded import new_messages
 from ..replay.turns import Turn
+from .port import TurnPort
 from .pricing import cost_usd
 from .sse import render_frames
 from .wire import Api, WireFormatError, WireRequest, api_for, key_messages, raw_response
 from .wire import response_body as _response_body
-
-if TYPE_CHECKING:
-    from ..session.engine import RolloutSession
 
 __all__ = ["Answer", "Exchange", "LiveTurn", "UnrecordedRequestError"]
 
@@ -135,9 +134,10 @@ def _ms_since(t0: float) -> float:
 
 
 class Exchange:
-    """The model calls of one SDK client, recorded into (or replayed from) a session."""
+    """The model calls of one SDK client, recorded into (or replayed from) a session,
+    which it reaches through its :class:`~pytest_rollout.sdk.port.TurnPort`."""
 
-    def __init__(self, session: RolloutSession) -> None:
+    def __init__(self, session: TurnPort) -> None:
         self.session = session
         self._previous: dict[str, list[Any]] = {}
         self._refused: tuple[bytes, RolloutError] | None = None
@@ -211,6 +211,12 @@ class Exchange:
             chunks = tuple(render_frames([f]) for f in frames)
             return Answer(status, content_type, chunks, done)
         return Answer(status, content_type, (body,), done)
+
+    def going_live(self) -> float:
+        """A model request is about to be sent to the live transport: tell the session,
+        and return the time its latency is counted from."""
+        self.session.sdk_turn_ready()
+        return time.perf_counter()
 
     def begin_live(
         self,

@@ -4,30 +4,120 @@ The OpenAI and Anthropic SDKs send every request through an HTTP client they acc
 ``http_client``, and that client through its transport. A transport of ours is all it takes
 to record and replay them with their own request building and response parsing intact, and
 without patching anything. Current SDKs use ``httpx2``, older ones ``httpx``; the two share
-this transport API, so the classes are built for whichever module the client comes from,
-when first asked for (neither is imported before that).
+this transport API.
+
+The behaviour lives in the classes of this module, which import neither library: the
+bodies (:class:`_TeeBody`, :class:`_ServedBody`) and the transports (:class:`_SyncTransport`,
+:class:`_AsyncTransport`, over the routing they share in :class:`_RolloutTransport`). The
+libraries check that a transport and a body are of their own base classes, so
+:func:`transport_classes` binds ours to the library a client comes from, once per library,
+when first asked (neither library is imported before that).
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar, TypeVar, cast
 
 from .exchange import Answer, Exchange, LiveTurn
+from .wire_api import Api, WireRequest
 
 __all__ = ["transport_classes"]
 
+#: A request the exchange recognised as a model call.
+_Call = tuple[Api, WireRequest]
 
-def _decoder(module: ModuleType, status: int, encoding: str) -> Any:
-    """A function that undoes ``encoding`` (gzip, br, ...) the way the client would."""
+_T = TypeVar("_T")
 
-    def decode(body: bytes) -> bytes:
-        response = module.Response(status, headers=[("content-encoding", encoding)], content=body)
-        return bytes(response.read())
 
-    return decode
+# --------------------------------------------------------------------------- bodies
+
+
+class _TeeBody:
+    """A live response's body, passed on to the SDK as it reads and kept for the turn.
+
+    It is read in one pass, like the network: an SDK that stops reading at the end of a
+    stream and then drains it gets the rest, never the body again.
+    """
+
+    def __init__(self, inner: Any, turn: LiveTurn) -> None:
+        self._inner = inner
+        self._turn = turn
+        self._chunks: Any = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._chunks is None:
+            self._chunks = iter(self._inner)
+        try:
+            for chunk in self._chunks:
+                self._turn.feed(chunk)
+                yield chunk
+        except Exception:
+            self._turn.abandon()  # a body cut short is not a turn
+            raise
+        self._turn.finish()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._turn.finish()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._chunks is None:
+            self._chunks = aiter(self._inner)
+        try:
+            async for chunk in self._chunks:
+                self._turn.feed(chunk)
+                yield chunk
+        except Exception:
+            self._turn.abandon()
+            raise
+        self._turn.finish()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._turn.finish()
+
+
+class _ServedBody:
+    """A recorded body, handed over chunk by chunk (a stream, event by event); the turn
+    is recorded once it was read to its end, or closed, as a live one is."""
+
+    def __init__(self, answer: Answer) -> None:
+        self._answer = answer
+        self._next = 0
+        self._done = False
+
+    def _finish(self) -> None:
+        if not self._done:
+            self._done = True
+            self._answer.done()
+
+    def __iter__(self) -> Iterator[bytes]:
+        chunks = self._answer.chunks
+        while self._next < len(chunks):
+            self._next += 1
+            yield chunks[self._next - 1]
+        self._finish()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.__iter__():
+            yield chunk
+
+    def close(self) -> None:
+        self._finish()
+
+    async def aclose(self) -> None:
+        self._finish()
+
+
+# --------------------------------------------------------------------------- responses
 
 
 def _header(response: Any, name: str) -> str | None:
@@ -35,98 +125,37 @@ def _header(response: Any, name: str) -> str | None:
     return None if value is None else str(value)
 
 
-@cache
-def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
-    """The sync and async transport classes for an HTTP module (``httpx2`` or ``httpx``)."""
+@dataclass(frozen=True, slots=True)
+class _Library:
+    """An HTTP library (``httpx2`` or ``httpx``) with our bodies bound to its stream types:
+    it builds the responses our transports hand back."""
 
-    class Tee(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        """A live response's body, passed on to the SDK as it reads and kept for the turn.
+    module: ModuleType
+    tee: type[_TeeBody]
+    served_body: type[_ServedBody]
 
-        It is read in one pass, like the network: an SDK that stops reading at the end of a
-        stream and then drains it gets the rest, never the body again.
-        """
+    def decoder(self, status: int, encoding: str) -> Callable[[bytes], bytes]:
+        """A function that undoes ``encoding`` (gzip, br, ...) the way the client would."""
+        module = self.module
 
-        def __init__(self, inner: Any, turn: LiveTurn) -> None:
-            self._inner = inner
-            self._turn = turn
-            self._chunks: Any = None
+        def decode(body: bytes) -> bytes:
+            headers = [("content-encoding", encoding)]
+            return bytes(module.Response(status, headers=headers, content=body).read())
 
-        def __iter__(self) -> Any:
-            if self._chunks is None:
-                self._chunks = iter(self._inner)
-            try:
-                for chunk in self._chunks:
-                    self._turn.feed(chunk)
-                    yield chunk
-            except Exception:
-                self._turn.abandon()  # a body cut short is not a turn
-                raise
-            self._turn.finish()
+        return decode
 
-        def close(self) -> None:
-            try:
-                self._inner.close()
-            finally:
-                self._turn.finish()
-
-        async def __aiter__(self) -> Any:
-            if self._chunks is None:
-                self._chunks = aiter(self._inner)
-            try:
-                async for chunk in self._chunks:
-                    self._turn.feed(chunk)
-                    yield chunk
-            except Exception:
-                self._turn.abandon()
-                raise
-            self._turn.finish()
-
-        async def aclose(self) -> None:
-            try:
-                await self._inner.aclose()
-            finally:
-                self._turn.finish()
-
-    class Served(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        """A recorded body, handed over chunk by chunk (a stream, event by event); the turn
-        is recorded once it was read to its end, or closed, as a live one is."""
-
-        def __init__(self, answer: Answer) -> None:
-            self._answer = answer
-            self._next = 0
-            self._done = False
-
-        def _finish(self) -> None:
-            if not self._done:
-                self._done = True
-                self._answer.done()
-
-        def __iter__(self) -> Any:
-            chunks = self._answer.chunks
-            while self._next < len(chunks):
-                self._next += 1
-                yield chunks[self._next - 1]
-            self._finish()
-
-        async def __aiter__(self) -> Any:
-            for chunk in self.__iter__():
-                yield chunk
-
-        def close(self) -> None:
-            self._finish()
-
-        async def aclose(self) -> None:
-            self._finish()
-
-    def served(answer: Answer, request: Any) -> Any:
-        return module.Response(
+    def served(self, answer: Answer, request: Any) -> Any:
+        """The response to a request answered from the golden."""
+        return self.module.Response(
             answer.status,
             headers=[("content-type", answer.content_type)],
-            stream=Served(answer),
+            stream=self.served_body(answer),
             request=request,
         )
 
-    def recorded(exchange: Exchange, call: Any, t0: float, response: Any, request: Any) -> Any:
+    def recorded(
+        self, exchange: Exchange, call: _Call, t0: float, response: Any, request: Any
+    ) -> Any:
         """The live ``response``, its body tee'd into the turn when it is a success."""
         api, wire_request = call
         status = response.status_code
@@ -137,64 +166,100 @@ def transport_classes(module: ModuleType) -> tuple[type[Any], type[Any]]:
             t0,
             status,
             _header(response, "content-type") or "",
-            None if encoding is None else _decoder(module, status, encoding),
+            None if encoding is None else self.decoder(status, encoding),
         )
         if turn is None:
             return response
-        return module.Response(
+        return self.module.Response(
             status,
             headers=response.headers,
-            stream=Tee(response.stream, turn),
+            stream=self.tee(response.stream, turn),
             extensions=response.extensions,
             request=request,
         )
 
-    class RolloutTransport(module.BaseTransport):  # type: ignore[name-defined,misc]
-        """Records the model requests it passes to ``live`` (or, in dry replay, answers
-        them from the golden and never calls ``live``)."""
 
-        def __init__(self, exchange: Exchange, live: Any) -> None:
-            self.exchange = exchange
-            self.live = live
+# --------------------------------------------------------------------------- transports
 
-        def handle_request(self, request: Any) -> Any:
-            exchange = self.exchange
-            body = request.read()
-            call = exchange.model_request(request.method, request.url.path, body)
-            if call is None:
-                return self.live.handle_request(request)
-            if exchange.replaying:
-                return served(exchange.answer(*call, body), request)
-            exchange.session.sdk_turn_ready()
-            t0 = time.perf_counter()
-            return recorded(exchange, call, t0, self.live.handle_request(request), request)
 
-        def close(self) -> None:
-            if self.live is not None:
-                self.live.close()
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """Where a request goes: ``served`` is the golden's response (dry replay); otherwise it
+    goes live, and ``call`` is the model call to record from its response, if any."""
 
-    class AsyncRolloutTransport(module.AsyncBaseTransport):  # type: ignore[name-defined,misc]
-        """The async counterpart of :class:`RolloutTransport`."""
+    served: Any = None
+    call: _Call | None = None
+    t0: float = 0.0
 
-        def __init__(self, exchange: Exchange, live: Any) -> None:
-            self.exchange = exchange
-            self.live = live
 
-        async def handle_async_request(self, request: Any) -> Any:
-            exchange = self.exchange
-            body = await request.aread()
-            call = exchange.model_request(request.method, request.url.path, body)
-            if call is None:
-                return await self.live.handle_async_request(request)
-            if exchange.replaying:
-                return served(exchange.answer(*call, body), request)
-            exchange.session.sdk_turn_ready()
-            t0 = time.perf_counter()
-            response = await self.live.handle_async_request(request)
-            return recorded(exchange, call, t0, response, request)
+class _RolloutTransport:
+    """Records the model requests it passes to ``live`` (or, in dry replay, answers them
+    from the golden and never calls ``live``). The sync and async transports differ only
+    in how they read and send."""
 
-        async def aclose(self) -> None:
-            if self.live is not None:
-                await self.live.aclose()
+    library: ClassVar[_Library]
 
-    return RolloutTransport, AsyncRolloutTransport
+    def __init__(self, exchange: Exchange, live: Any) -> None:
+        self.exchange = exchange
+        self.live = live
+
+    def _route(self, request: Any, body: bytes) -> _Route:
+        exchange = self.exchange
+        call = exchange.model_request(request.method, request.url.path, body)
+        if call is None:
+            return _Route()
+        if exchange.replaying:
+            return _Route(served=self.library.served(exchange.answer(*call, body), request))
+        return _Route(call=call, t0=exchange.going_live())
+
+    def _recorded(self, route: _Route, response: Any, request: Any) -> Any:
+        if route.call is None:
+            return response
+        return self.library.recorded(self.exchange, route.call, route.t0, response, request)
+
+
+class _SyncTransport(_RolloutTransport):
+    """A transport for ``Client``: ``handle_request`` and ``close``."""
+
+    def handle_request(self, request: Any) -> Any:
+        route = self._route(request, request.read())
+        if route.served is not None:
+            return route.served
+        return self._recorded(route, self.live.handle_request(request), request)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.close()
+
+
+class _AsyncTransport(_RolloutTransport):
+    """A transport for ``AsyncClient``: ``handle_async_request`` and ``aclose``."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        route = self._route(request, await request.aread())
+        if route.served is not None:
+            return route.served
+        return self._recorded(route, await self.live.handle_async_request(request), request)
+
+    async def aclose(self) -> None:
+        if self.live is not None:
+            await self.live.aclose()
+
+
+def _bind(name: str, ours: type[_T], *bases: type, **namespace: Any) -> type[_T]:
+    """``ours`` as a subclass of the library's ``bases`` too, named ``name``."""
+    namespace.update(__module__=__name__, __doc__=ours.__doc__)
+    return cast(type[_T], type(name, (ours, *bases), namespace))
+
+
+@cache
+def transport_classes(module: ModuleType) -> tuple[type[_SyncTransport], type[_AsyncTransport]]:
+    """The sync and async transport classes for an HTTP module (``httpx2`` or ``httpx``)."""
+    streams = (module.SyncByteStream, module.AsyncByteStream)
+    library = _Library(
+        module, _bind("Tee", _TeeBody, *streams), _bind("Served", _ServedBody, *streams)
+    )
+    return (
+        _bind("RolloutTransport", _SyncTransport, module.BaseTransport, library=library),
+        _bind("AsyncRolloutTransport", _AsyncTransport, module.AsyncBaseTransport, library=library),
+    )

@@ -28,7 +28,7 @@ This is the front module: the rest of the project imports from here. The pieces 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -174,6 +174,70 @@ def _fits(value: Any, budget: int = RAW_ELEMENTS) -> bool:
     return True
 
 
+def _json_body(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def _frames_body(value: Any) -> bytes:
+    if not isinstance(value, list):
+        raise WireFormatError(
+            f"a recorded raw response's 'frames' must be a list, got {type(value).__name__}"
+        )
+    return render_frames(value)
+
+
+def _text_body(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise WireFormatError(
+            f"a recorded raw response's 'text' must be a string, got {type(value).__name__}"
+        )
+    return value.encode("utf-8")
+
+
+#: How each kind of recorded body is turned back into bytes.
+_BODY_WRITERS: Final[Mapping[str, Callable[[Any], bytes]]] = MappingProxyType(
+    {"json": _json_body, "frames": _frames_body, "text": _text_body}
+)
+
+
+def _status(raw: Mapping[str, Any]) -> int:
+    status = _int(raw.get("status"))
+    if status is None or not _MIN_STATUS <= status <= _MAX_STATUS:
+        raise WireFormatError(
+            "a recorded raw response needs an HTTP 'status' from 100 to 599, "
+            f"got {raw.get('status')!r}"
+        )
+    return status
+
+
+def _content_type(raw: Mapping[str, Any]) -> str:
+    content_type = raw.get("content_type")
+    if not isinstance(content_type, str):
+        raise WireFormatError(
+            f"a recorded raw response needs a 'content_type' string, got {content_type!r}"
+        )
+    return content_type
+
+
+def _body(raw: Mapping[str, Any]) -> bytes:
+    """The bytes of the one body (``json``, ``frames`` or ``text``) ``raw`` holds."""
+    bodies = [key for key in _BODY_WRITERS if key in raw]
+    if len(bodies) != 1:
+        raise WireFormatError(
+            "a recorded raw response needs exactly one of 'json', 'frames' and 'text', "
+            f"got {bodies or 'none'}"
+        )
+    key = bodies[0]
+    try:
+        return _BODY_WRITERS[key](raw[key])
+    except WireFormatError:
+        raise
+    except (orjson.JSONEncodeError, ValueError) as exc:
+        raise WireFormatError(
+            f"a recorded raw response's {key!r} cannot be encoded: {exc}"
+        ) from None
+
+
 def response_body(raw: Mapping[str, Any]) -> tuple[int, str, bytes]:
     """``(status, content_type, body)`` of a recorded raw response: bytes equivalent to
     those recorded (JSON re-encoded compactly, frames re-rendered). Raises
@@ -182,44 +246,4 @@ def response_body(raw: Mapping[str, Any]) -> tuple[int, str, bytes]:
         raise WireFormatError(
             f"a recorded raw response must be an object, got {type(raw).__name__}"
         )
-    status = _int(raw.get("status"))
-    if status is None or not _MIN_STATUS <= status <= _MAX_STATUS:
-        raise WireFormatError(
-            "a recorded raw response needs an HTTP 'status' from 100 to 599, "
-            f"got {raw.get('status')!r}"
-        )
-    content_type = raw.get("content_type")
-    if not isinstance(content_type, str):
-        raise WireFormatError(
-            f"a recorded raw response needs a 'content_type' string, got {content_type!r}"
-        )
-    bodies = [key for key in ("json", "frames", "text") if key in raw]
-    if len(bodies) != 1:
-        raise WireFormatError(
-            "a recorded raw response needs exactly one of 'json', 'frames' and 'text', "
-            f"got {bodies or 'none'}"
-        )
-    key = bodies[0]
-    value = raw[key]
-    try:
-        if key == "json":
-            body = orjson.dumps(value)
-        elif key == "frames":
-            if not isinstance(value, list):
-                raise WireFormatError(
-                    f"a recorded raw response's 'frames' must be a list, got {type(value).__name__}"
-                )
-            body = render_frames(value)
-        else:
-            if not isinstance(value, str):
-                raise WireFormatError(
-                    f"a recorded raw response's 'text' must be a string, got {type(value).__name__}"
-                )
-            body = value.encode("utf-8")
-    except WireFormatError:
-        raise
-    except (orjson.JSONEncodeError, ValueError) as exc:
-        raise WireFormatError(
-            f"a recorded raw response's {key!r} cannot be encoded: {exc}"
-        ) from None
-    return status, content_type, body
+    return _status(raw), _content_type(raw), _body(raw)

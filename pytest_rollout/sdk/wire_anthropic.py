@@ -9,7 +9,7 @@ the APIs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -68,70 +68,103 @@ def _anthropic_json(body: Any) -> Turn:
 
 @dataclass
 class _Block:
+    """A content block as a stream gives it: text in pieces, or a tool call."""
+
     kind: str
     text: list[str] = field(default_factory=list)
     call: _StreamedCall = field(default_factory=_StreamedCall)
     start_input: Any = None
 
+    def tool_call(self) -> ToolCall:
+        """The tool call of a ``tool_use`` block: its streamed input, else the input the
+        block started with."""
+        arguments: Any = "".join(self.call.arguments)
+        if not arguments and isinstance(self.start_input, Mapping):
+            arguments = self.start_input
+        return ToolCall(self.call.id, self.call.name, _arguments(arguments))
 
-def _anthropic_frames(frames: list[Any]) -> Turn:
-    blocks: dict[int, _Block] = {}
-    model: Any = None
-    input_tokens: Any = None
-    output_tokens: Any = None
-    for raw in frames:
+
+class _MessageStream:
+    """A streamed Message, assembled event by event: its content blocks by index, its
+    model and its token counts (cumulative: the last count seen is the total)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.model: Any = None
+        self.input_tokens: Any = None
+        self.output_tokens: Any = None
+        self._readers: dict[str, Callable[[Mapping[str, Any]], None]] = {
+            "message_start": self._message_start,
+            "content_block_start": self._block_start,
+            "content_block_delta": self._block_delta,
+            "message_delta": self._message_delta,
+        }
+
+    def read(self, raw: Any) -> None:
+        """Take one frame into account; frames of other kinds are skipped."""
         frame = _dict(raw)
         data = _dict(frame.get("data"))
-        kind = data.get("type", frame.get("event"))
-        if kind == "message_start":
-            message = _dict(data.get("message"))
-            model = message.get("model")
-            usage = _dict(message.get("usage"))
-            input_tokens = usage.get("input_tokens")
-            output_tokens = usage.get("output_tokens")
-        elif kind == "content_block_start":
-            index = _int(data.get("index"))
-            start = _dict(data.get("content_block"))
-            if index is None or start.get("type") not in ("text", "tool_use"):
-                continue
-            block = blocks[index] = _Block(str(start["type"]))
-            if block.kind == "text":
-                if text := _str(start.get("text")):
-                    block.text.append(text)
-            else:
-                block.call.id = _str(start.get("id")) or ""
-                block.call.name = _str(start.get("name")) or ""
-                block.start_input = start.get("input")
-        elif kind == "content_block_delta":
-            index = _int(data.get("index"))
-            found = None if index is None else blocks.get(index)
-            if found is None:
-                continue
-            delta = _dict(data.get("delta"))
-            if delta.get("type") == "text_delta" and (text := _str(delta.get("text"))):
-                found.text.append(text)
-            elif delta.get("type") == "input_json_delta" and (
-                piece := _str(delta.get("partial_json"))
-            ):
-                found.call.arguments.append(piece)
-        elif kind == "message_delta":
-            usage = _dict(data.get("usage"))
-            # Cumulative counts: the last one seen is the total.
-            if _int(usage.get("output_tokens")) is not None:
-                output_tokens = usage["output_tokens"]
-            if _int(usage.get("input_tokens")) is not None:
-                input_tokens = usage["input_tokens"]
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for _, block in sorted(blocks.items()):
+        reader = self._readers.get(str(data.get("type", frame.get("event"))))
+        if reader is not None:
+            reader(data)
+
+    def _message_start(self, data: Mapping[str, Any]) -> None:
+        message = _dict(data.get("message"))
+        self.model = message.get("model")
+        usage = _dict(message.get("usage"))
+        self.input_tokens = usage.get("input_tokens")
+        self.output_tokens = usage.get("output_tokens")
+
+    def _block_start(self, data: Mapping[str, Any]) -> None:
+        index = _int(data.get("index"))
+        start = _dict(data.get("content_block"))
+        if index is None or start.get("type") not in ("text", "tool_use"):
+            return
+        block = self.blocks[index] = _Block(str(start["type"]))
         if block.kind == "text":
-            texts.extend(block.text)
-            continue
-        arguments: Any = "".join(block.call.arguments)
-        if not arguments and isinstance(block.start_input, Mapping):
-            arguments = block.start_input
-        calls.append(ToolCall(block.call.id, block.call.name, _arguments(arguments)))
-    return _turn(texts, calls, _usage(input_tokens, output_tokens), model)
+            if text := _str(start.get("text")):
+                block.text.append(text)
+            return
+        block.call.id = _str(start.get("id")) or ""
+        block.call.name = _str(start.get("name")) or ""
+        block.start_input = start.get("input")
+
+    def _block_delta(self, data: Mapping[str, Any]) -> None:
+        index = _int(data.get("index"))
+        block = None if index is None else self.blocks.get(index)
+        if block is None:
+            return
+        delta = _dict(data.get("delta"))
+        if delta.get("type") == "text_delta" and (text := _str(delta.get("text"))):
+            block.text.append(text)
+        elif delta.get("type") == "input_json_delta" and (piece := _str(delta.get("partial_json"))):
+            block.call.arguments.append(piece)
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        usage = _dict(data.get("usage"))
+        if _int(usage.get("output_tokens")) is not None:
+            self.output_tokens = usage["output_tokens"]
+        if _int(usage.get("input_tokens")) is not None:
+            self.input_tokens = usage["input_tokens"]
+
+    def turn(self) -> Turn:
+        """The turn the frames read so far make."""
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for _, block in sorted(self.blocks.items()):
+            if block.kind == "text":
+                texts.extend(block.text)
+            else:
+                calls.append(block.tool_call())
+        usage = _usage(self.input_tokens, self.output_tokens)
+        return _turn(texts, calls, usage, self.model)
+
+
+def _anthropic_frames(frames: list[Any]) -> Turn:
+    stream = _MessageStream()
+    for frame in frames:
+        stream.read(frame)
+    return stream.turn()
 
 
 # --------------------------------------------------------------------------- the API

@@ -88,42 +88,68 @@ def _chat_json(body: Any) -> Turn:
     return _turn(texts, calls, _reported_usage(body.get("usage"), _CHAT_TOKENS), body.get("model"))
 
 
-def _chat_frames(frames: list[Any]) -> Turn:
-    texts: list[str] = []
-    calls: dict[int, _StreamedCall] = {}
-    usage: dict[str, int] | None = None
-    model: Any = None
-    for frame in frames:
-        chunk = _dict(_dict(frame).get("data"))  # "[DONE]" reads as an empty chunk
+class _ChatStream:
+    """A streamed chat completion, assembled chunk by chunk: the first choice's text and
+    tool calls (by index), the model and the usage."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.calls: dict[int, _StreamedCall] = {}
+        self.usage: dict[str, int] | None = None
+        self.model: Any = None
+
+    def read(self, frame: Any) -> None:
+        """Take one frame into account (``[DONE]`` reads as an empty chunk)."""
+        chunk = _dict(_dict(frame).get("data"))
         if _str(chunk.get("model")):
-            model = chunk["model"]
+            self.model = chunk["model"]
         if isinstance(chunk.get("usage"), Mapping):
-            usage = _reported_usage(chunk["usage"], _CHAT_TOKENS) or usage
+            self.usage = _reported_usage(chunk["usage"], _CHAT_TOKENS) or self.usage
         for raw_choice in _list(chunk.get("choices")):
             choice = _dict(raw_choice)
-            if (_int(choice.get("index")) or 0) != 0:  # n > 1: the first choice is the turn
-                continue
-            delta = _dict(choice.get("delta"))
-            if text := _str(delta.get("content")):
-                texts.append(text)
-            for raw_piece in _list(delta.get("tool_calls")):
-                piece = _dict(raw_piece)
-                index = _int(piece.get("index"))
-                if index is None:  # servers that leave the index out: a new id, a new call
-                    new = bool(piece.get("id")) and all(c.id != piece["id"] for c in calls.values())
-                    index = len(calls) if new or not calls else max(calls)
-                call = calls.setdefault(index, _StreamedCall())
-                function = _dict(piece.get("function"))
-                if not call.id and (call_id := _str(piece.get("id"))):
-                    call.id = call_id
-                if not call.name and (name := _str(function.get("name"))):
-                    call.name = name
-                if arguments := _str(function.get("arguments")):
-                    call.arguments.append(arguments)
-    tool_calls = [
-        ToolCall(c.id, c.name, _arguments("".join(c.arguments))) for _, c in sorted(calls.items())
-    ]
-    return _turn(texts, tool_calls, usage, model)
+            if (_int(choice.get("index")) or 0) == 0:  # n > 1: the first choice is the turn
+                self._delta(_dict(choice.get("delta")))
+
+    def _delta(self, delta: Mapping[str, Any]) -> None:
+        if text := _str(delta.get("content")):
+            self.texts.append(text)
+        for raw_piece in _list(delta.get("tool_calls")):
+            self._tool_piece(_dict(raw_piece))
+
+    def _index(self, piece: Mapping[str, Any]) -> int:
+        """The index of the call a piece belongs to. For servers that leave it out: a new
+        id is a new call, anything else continues the last one."""
+        index = _int(piece.get("index"))
+        if index is not None:
+            return index
+        calls = self.calls
+        new = bool(piece.get("id")) and all(c.id != piece["id"] for c in calls.values())
+        return len(calls) if new or not calls else max(calls)
+
+    def _tool_piece(self, piece: Mapping[str, Any]) -> None:
+        call = self.calls.setdefault(self._index(piece), _StreamedCall())
+        function = _dict(piece.get("function"))
+        if not call.id and (call_id := _str(piece.get("id"))):
+            call.id = call_id
+        if not call.name and (name := _str(function.get("name"))):
+            call.name = name
+        if arguments := _str(function.get("arguments")):
+            call.arguments.append(arguments)
+
+    def turn(self) -> Turn:
+        """The turn the frames read so far make."""
+        tool_calls = [
+            ToolCall(c.id, c.name, _arguments("".join(c.arguments)))
+            for _, c in sorted(self.calls.items())
+        ]
+        return _turn(self.texts, tool_calls, self.usage, self.model)
+
+
+def _chat_frames(frames: list[Any]) -> Turn:
+    stream = _ChatStream()
+    for frame in frames:
+        stream.read(frame)
+    return stream.turn()
 
 
 def _responses_output(items: list[Any]) -> tuple[list[str], list[ToolCall]]:
