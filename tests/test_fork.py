@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -54,7 +54,19 @@ def _run() -> tuple[Event, ...]:
 
 
 EVENTS = _run()
-EVERYTHING = {"include_system": True, "include_tool_calls": True, "include_tool_results": True}
+
+
+class Inclusions(TypedDict, total=False):
+    include_system: bool
+    include_tool_calls: bool
+    include_tool_results: bool
+
+
+EVERYTHING: Inclusions = {
+    "include_system": True,
+    "include_tool_calls": True,
+    "include_tool_results": True,
+}
 
 
 def test_defaults_leave_out_system_tool_calls_and_results() -> None:
@@ -249,7 +261,7 @@ def test_cli_output_is_terminal_safe(tmp_path: Path) -> None:
 
 def test_fork_inside_a_test_uses_the_golden() -> None:
     from pytest_rollout.format.loader import Rollout
-    from pytest_rollout.session.engine import Mode, RolloutSession
+    from pytest_rollout.session import Mode, RolloutSession
 
     session = RolloutSession(
         test_id="t",

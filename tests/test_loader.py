@@ -187,7 +187,8 @@ def test_structural_characters_inside_strings_are_not_counted() -> None:
 
 def test_depth_exactly_at_the_limit_is_accepted() -> None:
     # root object (1) + data (2) + 98 lists = 100 levels; a scalar leaf is not a level.
-    for extra in ({}, {"x": [], "y": {}}):
+    extras: tuple[dict[str, Any], ...] = ({}, {"x": [], "y": {}})
+    for extra in extras:
         data = {"v": nested(98, 1), **extra}
         rollout = loads(with_middle(ev(1, "note", data)))
         assert rollout.events[1].data == data

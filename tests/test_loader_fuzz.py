@@ -124,6 +124,36 @@ def _is_int(value: Any) -> bool:
     return type(value) is int
 
 
+def _oracle_envelope(obj: Any) -> bool:
+    """Whether ``obj`` is an event object: the four fields of their types, seq >= 0, a type."""
+    return (
+        type(obj) is dict
+        and type(obj.get("ts")) is str
+        and _is_int(obj.get("seq"))
+        and type(obj.get("type")) is str
+        and type(obj.get("data")) is dict
+        and obj["seq"] >= 0
+        and bool(obj["type"])
+    )
+
+
+def _oracle_step(etype: str, raw_step: Any, step: int, first: bool, limits: Limits) -> int | None:
+    """The event's step after the one before it at ``step``, or None if it is refused."""
+    if raw_step is not _ABSENT and not (_is_int(raw_step) and 0 <= raw_step <= limits.max_step):
+        return None
+    if first:
+        return 0 if etype == "run.started" and raw_step in (_ABSENT, 0) else None
+    new_step: int = step if raw_step is _ABSENT else raw_step
+    carrying = etype.startswith(("llm.turn.", "tool.call."))
+    if (
+        etype == "run.started"
+        or new_step < step
+        or (carrying and (raw_step is _ABSENT or new_step < 1))
+    ):
+        return None
+    return new_step
+
+
 def oracle(data: bytes, limits: Limits) -> list[tuple[Any, ...]] | tuple[str, int | None]:
     """The accepted events as (seq, ts, type, data, step, line), or ("refused", line)."""
     if len(data) > limits.total_bytes:
@@ -138,41 +168,15 @@ def oracle(data: bytes, limits: Limits) -> list[tuple[Any, ...]] | tuple[str, in
             obj = _oracle_line(raw, limits)
         except _Bad:
             return ("refused", lineno)
-        if not (
-            type(obj) is dict
-            and type(obj.get("ts")) is str
-            and _is_int(obj.get("seq"))
-            and type(obj.get("type")) is str
-            and type(obj.get("data")) is dict
-            and obj["seq"] >= 0
-            and obj["type"]
-        ):
+        if not _oracle_envelope(obj):
             return ("refused", lineno)
         etype: str = obj["type"]
         raw_step = obj["data"].get("step", _ABSENT)
-        if (
-            terminal
-            or len(events) >= limits.events
-            or (events and obj["seq"] <= events[-1][0])
-            or (
-                raw_step is not _ABSENT
-                and not (_is_int(raw_step) and 0 <= raw_step <= limits.max_step)
-            )
-        ):
+        if terminal or len(events) >= limits.events or (events and obj["seq"] <= events[-1][0]):
             return ("refused", lineno)
-        if not events:
-            if etype != "run.started" or raw_step not in (_ABSENT, 0):
-                return ("refused", lineno)
-            new_step = 0
-        else:
-            new_step = step if raw_step is _ABSENT else raw_step
-            carrying = etype.startswith(("llm.turn.", "tool.call."))
-            if (
-                etype == "run.started"
-                or new_step < step
-                or (carrying and (raw_step is _ABSENT or new_step < 1))
-            ):
-                return ("refused", lineno)
+        new_step = _oracle_step(etype, raw_step, step, not events, limits)
+        if new_step is None:
+            return ("refused", lineno)
         step = new_step
         terminal = etype in ("run.completed", "run.failed")
         events.append((obj["seq"], obj["ts"], etype, obj["data"], step, lineno))

@@ -21,7 +21,7 @@ def _recording(*, calls: list[tuple[Any, Any, Any]]) -> Replay:
     """One turn (whose request is the message list ['hi']) that makes ``calls``."""
     r = Recorder()
     r.emit("run.started", {})
-    request = {"messages": ["hi"], "tools": None, "params": {}}
+    request: dict[str, Any] = {"messages": ["hi"], "tools": None, "params": {}}
     r.emit("llm.turn.started", {**request, "messages_hash": request_hash(["hi"], None, {})})
     r.emit("llm.turn.completed", {"content": "ok", "tool_calls": []})
     for call_id, arguments, output in calls:

@@ -5,26 +5,69 @@ from __future__ import annotations
 from typing import Any, Final, NamedTuple
 
 __all__ = [
+    "AUDIT_ACTION",
+    "CONTEXT_WINDOW_SNAPSHOT",
+    "CONTEXT_WINDOW_WARNING",
+    "COST_ANOMALY",
+    "DROP_DETECTED",
+    "ERROR_CONTEXT",
     "ERROR_FAMILIES",
+    "HOOK_FAILED",
+    "LLM_REQUEST_SNAPSHOT",
+    "LLM_RESPONSE_META",
+    "LLM_TURN_COMPLETED",
+    "LLM_TURN_FAILED",
+    "LLM_TURN_STARTED",
+    "MEMORY_OBSERVE_FAILED",
+    "REPLAY_DIVERGENCE",
     "RUN_COMPLETED",
     "RUN_FAILED",
     "RUN_STARTED",
+    "SKILL_FORK_FAILED",
     "STEP_TYPE_PREFIXES",
     "TERMINAL_TYPES",
+    "TOOL_ANTIPATTERN",
+    "TOOL_CALL_COMPLETED",
+    "TOOL_CALL_STARTED",
+    "TOOL_DECISION",
+    "TOOL_HOOK_FAILED",
+    "USAGE_DELTA",
     "Event",
     "is_step_carrying",
 ]
 
+# -- the run and its turns ----------------------------------------------------------------
 RUN_STARTED: Final = "run.started"
 RUN_COMPLETED: Final = "run.completed"
 RUN_FAILED: Final = "run.failed"
 LLM_TURN_STARTED: Final = "llm.turn.started"
 LLM_TURN_COMPLETED: Final = "llm.turn.completed"
+LLM_TURN_FAILED: Final = "llm.turn.failed"
 TOOL_CALL_STARTED: Final = "tool.call.started"
 TOOL_CALL_COMPLETED: Final = "tool.call.completed"
 USAGE_DELTA: Final = "usage.delta"
+#: A replayed run asked for something the recording cannot answer (docs/replay.md).
+REPLAY_DIVERGENCE: Final = "replay.divergence"
+#: Events the recorder lost stand behind this line (docs/file-format.md).
 DROP_DETECTED: Final = "recorder.drop_detected"
+#: An action of a tool, in the audit trail only (never in a rollout).
 AUDIT_ACTION: Final = "audit.action"
+
+# -- failures reported by the agent's hooks ----------------------------------------------
+HOOK_FAILED: Final = "hook.failed"
+TOOL_HOOK_FAILED: Final = "tool_hook.failed"
+MEMORY_OBSERVE_FAILED: Final = "memory.observe.failed"
+SKILL_FORK_FAILED: Final = "skill.fork.failed"
+
+# -- what the analyzers add (docs/analyzers.md) ------------------------------------------
+ERROR_CONTEXT: Final = "error.context"
+TOOL_ANTIPATTERN: Final = "tool.antipattern"
+TOOL_DECISION: Final = "tool.decision"
+COST_ANOMALY: Final = "cost.anomaly"
+CONTEXT_WINDOW_SNAPSHOT: Final = "context.window.snapshot"
+CONTEXT_WINDOW_WARNING: Final = "context.window.warning"
+LLM_REQUEST_SNAPSHOT: Final = "llm.request.snapshot"
+LLM_RESPONSE_META: Final = "llm.response.meta"
 
 TERMINAL_TYPES: Final = frozenset({RUN_COMPLETED, RUN_FAILED})
 
@@ -32,11 +75,11 @@ TERMINAL_TYPES: Final = frozenset({RUN_COMPLETED, RUN_FAILED})
 ERROR_FAMILIES: Final = frozenset(
     {
         RUN_FAILED,
-        "hook.failed",
-        "tool_hook.failed",
-        "memory.observe.failed",
-        "skill.fork.failed",
-        "error.context",
+        HOOK_FAILED,
+        TOOL_HOOK_FAILED,
+        MEMORY_OBSERVE_FAILED,
+        SKILL_FORK_FAILED,
+        ERROR_CONTEXT,
     }
 )
 

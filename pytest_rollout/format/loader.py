@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -116,6 +116,12 @@ def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT
 
 
 def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
+    """The events of a whole file, each line checked as docs/file-format.md says.
+
+    A hot loop over up to 100,000 lines: the common line (as the recorder writes it) is
+    accepted inline, on locals, with a handful of C calls; anything unusual, including
+    every refusal, goes through :func:`_strict_event`, which says what is wrong.
+    """
     events: list[Event] = []
     append = events.append
     step = 0
@@ -131,8 +137,8 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
     max_step = limits.max_step
     terminals = TERMINAL_TYPES
     for lineno, raw in _content_lines(data):
-        # The fast path accepts exactly what the checks below accept; anything unusual
-        # (including every refusal) takes the full path, which says what is wrong.
+        # The fast path accepts exactly what the strict path accepts; anything unusual
+        # (including every refusal) takes the strict path, which says what is wrong.
         obj: Any = None
         same = False
         if len(raw) <= long_line and raw[0] == 123:  # "{"
@@ -169,33 +175,55 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
                 )
             ):
                 assert type(payload) is dict
-                if raw_step is not _ABSENT:
-                    step = raw_step
+                step = step if raw_step is _ABSENT else raw_step
                 last_seq = seq
-                if etype in terminals:
-                    terminal_line = lineno
+                terminal_line = lineno if etype in terminals else 0
                 append(Event(seq, ts, etype, payload, step, lineno))
                 continue
-        try:
-            obj = _parse_line(raw, limits, loads_)
-            etype, seq, ts, payload = _envelope(obj)
-        except _Refusal as refusal:
-            raise RolloutFormatError(path, lineno, str(refusal)) from None
-        if terminal_line:
-            raise RolloutFormatError(
-                path, lineno, f"event after the terminal event on line {terminal_line}"
-            )
-        if len(events) >= limits.events:
-            raise RolloutFormatError(path, lineno, f"more than {limits.events} events")
-        if seq <= last_seq:
-            raise RolloutFormatError(
-                path, lineno, f"seq {seq} does not increase (previous seq was {last_seq})"
-            )
-        last_seq = seq
-        step = _event_step(etype, payload, step, not events, path, lineno, limits)
-        if etype in terminals:
-            terminal_line = lineno
-        append(Event(seq, ts, etype, payload, step, lineno))
+        event = _strict_event(
+            raw, lineno, path, limits, _Position(len(events), last_seq, step, terminal_line)
+        )
+        step = event.step
+        last_seq = event.seq
+        terminal_line = lineno if event.type in terminals else 0
+        append(event)
+    _check_ending(events, terminal_line, path)
+    return tuple(events)
+
+
+class _Position(NamedTuple):
+    """Where the run stands before a line: events so far, and the last seq, step and
+    terminal line (0: none yet)."""
+
+    events: int
+    last_seq: int
+    step: int
+    terminal_line: int
+
+
+def _strict_event(raw: bytes, lineno: int, path: str, limits: Limits, at: _Position) -> Event:
+    """The event of line ``lineno`` after every check, or a refusal naming what is wrong."""
+    try:
+        obj = _parse_line(raw, limits, orjson.loads)
+        etype, seq, ts, payload = _envelope(obj)
+    except _Refusal as refusal:
+        raise RolloutFormatError(path, lineno, str(refusal)) from None
+    if at.terminal_line:
+        raise RolloutFormatError(
+            path, lineno, f"event after the terminal event on line {at.terminal_line}"
+        )
+    if at.events >= limits.events:
+        raise RolloutFormatError(path, lineno, f"more than {limits.events} events")
+    if seq <= at.last_seq:
+        raise RolloutFormatError(
+            path, lineno, f"seq {seq} does not increase (previous seq was {at.last_seq})"
+        )
+    step = _event_step(etype, payload, at.step, not at.events, path, lineno, limits)
+    return Event(seq, ts, etype, payload, step, lineno)
+
+
+def _check_ending(events: list[Event], terminal_line: int, path: str) -> None:
+    """Refuse a file without events, or one whose run never ended."""
     if not events:
         raise RolloutFormatError(path, None, "no events: the file is empty")
     if not terminal_line:
@@ -205,7 +233,6 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
             "the run has no terminal event (run.completed or run.failed); "
             "the file is truncated or the run never ended",
         )
-    return tuple(events)
 
 
 _ABSENT: Final[Any] = object()

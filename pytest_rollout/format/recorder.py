@@ -5,19 +5,21 @@ run and its step, the clock is read, and the payload is snapshotted into orjson 
 mutation by the agent cannot change what was recorded). The rest is done for a small batch
 of events at a time (when the batch is full, when the run ends, or when the recorder is
 read), in emission order: the event cap, the redactor (which sees every payload's bytes
-before anything else does, so nothing downstream ever sees a secret), ``seq``, and the line,
-appended to an in-memory buffer that is written to the file in batches.
+before anything else does, so nothing downstream ever sees a secret), ``seq``, and the line
+(its bytes are made by :mod:`.lines`), appended to an in-memory buffer that is written to the
+file in batches. Payloads are encoded as :mod:`.jsonable` says.
 
 It never raises into the caller: a payload that cannot be encoded, an event past the event
 cap or a failed write is counted, and events lost before a later one is recorded are marked
 by a ``recorder.drop_detected`` line in their place. The terminal event is always recorded,
 so a recorded file stays loadable.
 
-The file is written as a hidden ``.partial`` file beside ``path`` and renamed into place by
-:meth:`Recorder.close` after its bytes are synced and scanned for secrets once more, so
-``path`` only ever holds a whole run. ``max_file_bytes`` caps the file (not the in-memory
-run, which the comparison uses): past it, lines are left out of the file and a
-``recorder.drop_detected`` line followed by the run's last line stands in for them.
+The file (:class:`~.partial.PartialFile`) is written as a hidden ``.partial`` file beside
+``path`` and renamed into place by :meth:`Recorder.close` after its bytes are synced and
+scanned for secrets once more, so ``path`` only ever holds a whole run. ``max_file_bytes``
+caps the file (not the in-memory run, which the comparison uses): past it, lines are left
+out of the file and a ``recorder.drop_detected`` line followed by the run's last line stands
+in for them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,26 +35,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from .events import (
-    DROP_DETECTED,
-    LLM_TURN_COMPLETED,
-    LLM_TURN_STARTED,
-    RUN_STARTED,
-    TERMINAL_TYPES,
-)
-from .files import FILE_MODE
+from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, RUN_STARTED, TERMINAL_TYPES
+from .jsonable import encode_payload, encode_with_placeholders, json_default
+from .lines import LineMaker
 from .loader import DEFAULT_LIMITS, Rollout, loads
+from .partial import PartialFile
 
 if TYPE_CHECKING:
     from ..safety.redact import Redactor
 
 __all__ = ["Recorder", "RecorderStats", "encode_payload"]
-
-# The pieces of a line: {"ts":"<second>.<micros>Z","seq":<seq>,"type":<type>,"data":<data>}
-_DIGITS: Final = tuple(b"%03d" % n for n in range(1000))
-_SEQ: Final = b'Z","seq":'
-_END: Final = b"}\n"
-_DROP_MIDDLE: Final = b',"type":%b,"data":' % orjson.dumps(DROP_DETECTED)
 
 #: An emitted event waiting to become a line: the clock when it was emitted, its type, its
 #: payload (``None``: lost as it was emitted), its step, and whether the step is implied.
@@ -62,12 +53,7 @@ _LOST: Final[_Pending] = (0, "", None, 0, False)
 #: The most events made into lines at once: small enough to stay in the CPU's cache.
 _BATCH: Final = 64
 _ABSENT: Final = object()
-#: On Linux, this advice on written bytes starts their writeback without waiting for it.
-_START_WRITEBACK: Final = (
-    getattr(os, "POSIX_FADV_DONTNEED", None) if sys.platform == "linux" else None
-)
 _dumps: Final = orjson.dumps
-
 
 #: The only types that can move the step (the rest carry the current one).
 _STEP_MOVERS: Final = frozenset({RUN_STARTED, LLM_TURN_STARTED, LLM_TURN_COMPLETED})
@@ -91,54 +77,6 @@ class RecorderStats:
     leaked: str | None = None
 
 
-def _default(value: Any) -> Any:
-    """Encode the common non-JSON types agents pass around; refuse everything else."""
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode("utf-8", "backslashreplace")
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    dump = getattr(value, "model_dump", None)  # pydantic v2 models
-    if callable(dump):
-        return dump(mode="json")
-    raise TypeError(f"cannot record a value of type {type(value).__name__}")
-
-
-def _placeholder(value: Any) -> Any:
-    try:
-        return _default(value)
-    except Exception:
-        return f"<unrecordable {type(value).__name__}>"
-
-
-def _scrub(value: Any, depth: int) -> Any:
-    """A copy of ``value`` that orjson can encode: strings with lone surrogates escaped,
-    integers beyond 64 bits as text, anything else unencodable as a placeholder."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, bool | float) or value is None:
-        return value
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**64 else str(value)
-    if depth >= 100:
-        return f"<unrecordable {type(value).__name__}>"
-    if isinstance(value, Mapping):
-        return {_scrub(str(k), depth): _scrub(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(v, depth + 1) for v in value]
-    return _scrub(_placeholder(value), depth + 1)
-
-
-def encode_payload(data: Mapping[str, Any]) -> bytes:
-    """Encode an event payload the way the recorder does (raises on unencodable data)."""
-    try:
-        return orjson.dumps(data, default=_default)
-    except TypeError:
-        # Non-string keys make orjson several times slower, so allow them only when needed.
-        return orjson.dumps(data, default=_default, option=orjson.OPT_NON_STR_KEYS)
-
-
 class Recorder:
     """Records one run's events as rollout lines, in memory and optionally to ``path``.
 
@@ -159,7 +97,6 @@ class Recorder:
     ) -> None:
         self.path = None if path is None else os.fspath(path)
         self.redactor = redactor
-        self._max_file_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
         # A clock of the caller's may give floats: lines are made from whole nanoseconds.
         self._clock = clock if clock is time.time_ns else lambda: int(clock())
         # What emit owns, under _lock: the order of events, their steps, the pending list.
@@ -186,22 +123,14 @@ class Recorder:
         self._cap = self._max_events - 2
         # Below this seq an event is admitted without further checks (0: always check).
         self._open_below = self._cap - 1
-        # The first event's time is never in this "second": it formats its own.
-        self._second_start = -(2**63)
-        self._head = b""  # '{"ts":"' and the current second, up to its '.'
-        self._middles: dict[str, bytes] = {}  # ',"type":<type>,"data":' by type
+        self._lines = LineMaker()
         self._flush_every = flush_every
         # The seq at which lines are next written out (never, without a file).
         self._flush_seq = flush_every if path is not None else sys.maxsize
-        self._written = 0
-        self._partial: str | None = None
-        self._fd: int | None = None
-        self._file_broken = False
-        self._file_done = False  # closed: the file is in place (or was given up)
-        self._cut_at: int | None = None  # buffer offset of the first line left out of the file
-        self._cut_lines = 0
-        self._write_errors = 0
-        self._leaked: str | None = None
+        self._file: PartialFile | None = None
+        if self.path is not None:
+            max_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
+            self._file = PartialFile(self.path, max_bytes)
 
     # -- emitting -------------------------------------------------------------------
 
@@ -240,7 +169,7 @@ class Recorder:
                 data = {k: v for k, v in data.items() if k != "step"}  # a non-integer step
             terminal = event_type in TERMINAL_TYPES
             try:
-                payload: bytes | None = _dumps(data, _default)
+                payload: bytes | None = _dumps(data, json_default)
             except TypeError:
                 payload = self._encode_hard(data, terminal)
             pending = self._pending
@@ -282,86 +211,47 @@ class Recorder:
     def _process(self, batch: list[_Pending]) -> None:
         """Admit, redact and make lines of a batch of pending events (under the drain lock).
 
-        A line is joined from pieces, most of them made once and reused: the time up to the
-        second (once a second), its microseconds (a table), ``,"type":...,"data":`` (once a
-        type), the step's ending (once a step). Formatting each line with ``%`` costs twice
-        as much.
+        The event cap and the redactor decide which events become lines; a gap marker goes
+        before the first line after events were lost. The lines are appended to the buffer
+        at once, at the end of the batch.
         """
         pieces: list[bytes] = []
+        add_line = self._lines.add
         redactor = self.redactor
-        middles = self._middles
-        second_start = self._second_start
-        head = self._head
         seq = start_seq = self._seq
         open_below = start_open_below = self._open_below
         made = 0  # event lines made
         marked = 0  # lost events that the gap markers made account for
         ended = False  # the terminal event's line was made
-        ending_step = -1
-        ending = b""
+        terminals = TERMINAL_TYPES
         for now, event_type, snapshot, step, implied in batch:
-            terminal = False
+            terminal = event_type in terminals
             try:
-                if snapshot is None:  # lost when it was emitted
-                    self._dropped += 1
-                    self._gap += 1
-                    continue
-                terminal = event_type in TERMINAL_TYPES
-                if seq >= open_below:  # near the cap, or after the terminal event
-                    self._seq = seq
-                    if not self._admit(terminal):
-                        continue
+                # The slow path: a lost event, or near the cap, or after the terminal event.
                 payload = snapshot
-                if redactor is not None:
-                    redacted = self._redacted(snapshot, terminal)
-                    if redacted is None:
-                        continue
-                    if type(redacted) is not bytes:
-                        raise TypeError(f"the redactor returned {type(redacted).__name__}")
-                    payload = redacted
-                micros = (now - second_start) // 1000
-                if not 0 <= micros < 1_000_000:
-                    micros = self._new_second(now) // 1000
-                    second_start = self._second_start
-                    head = self._head
-                high = _DIGITS[micros // 1000]
-                low = _DIGITS[micros % 1000]
-                middle = middles.get(event_type)
-                if middle is None:
-                    middle = middles[event_type] = b',"type":%b,"data":' % _dumps(event_type)
-                if self._gap:
-                    marker = b'{"step":%d,"dropped":%d}' % (step, self._gap)
-                    pieces += (head, high, low, _SEQ, b"%d" % seq, _DROP_MIDDLE, marker, _END)
-                    marked += self._gap
+                if snapshot is None or seq >= open_below:
+                    self._seq = seq
+                    payload = self._admitted(snapshot, terminal)
+                if redactor is not None and payload is not None:
+                    payload = self._redacted(payload, terminal)
+                if payload is None:
+                    continue
+                gap = self._gap
+                add_line(pieces, now, event_type, payload, seq, step, implied, gap)
+                if gap:
+                    marked += gap
                     self._gap = 0
                     seq += 1
-                if not implied:
-                    pieces += (head, high, low, _SEQ, b"%d" % seq, middle, payload, _END)
-                else:
-                    # An implied step goes last in the payload, as in {**data, "step": step},
-                    # but spliced into the line instead of copying the dict.
-                    if step != ending_step:
-                        ending_step = step
-                        ending = b',"step":%d}}\n' % step
-                    if len(payload) > 2:
-                        pieces += (head, high, low, _SEQ, b"%d" % seq, middle, payload[:-1], ending)
-                    else:  # {} becomes {"step":N}
-                        data = b'{"step":%d}}\n' % step
-                        pieces += (head, high, low, _SEQ, b"%d" % seq, middle, data)
                 seq += 1
                 made += 1
                 if terminal:
                     ended = self._terminal_seen = True
                     open_below = self._open_below = 0
             except Exception:  # e.g. a redactor that failed: the event is lost, not the run
-                self._dropped += 1
-                self._gap += 1
-                if terminal:
-                    self._reopen()
-        try:
-            if pieces:
-                self._buffer += b"".join(pieces)
-        except Exception:  # out of memory: the batch's lines are lost, and counted
+                self._lose(terminal)
+        if self._keep(pieces):
+            self._seq = seq
+        else:  # out of memory: the batch's lines are lost, and counted
             self._seq = start_seq
             self._open_below = start_open_below
             self._dropped += made
@@ -369,8 +259,22 @@ class Recorder:
             if ended:
                 self._terminal_seen = False
                 self._reopen()
-            return
-        self._seq = seq
+
+    def _keep(self, pieces: list[bytes]) -> bool:
+        """Append the lines of a batch to the buffer; ``False`` if they could not be."""
+        try:
+            if pieces:
+                self._buffer += b"".join(pieces)
+        except Exception:
+            return False
+        return True
+
+    def _lose(self, terminal: bool) -> None:
+        """Count an event that could not be made into a line; a gap marker will say so."""
+        self._dropped += 1
+        self._gap += 1
+        if terminal:
+            self._reopen()
 
     def _reopen(self) -> None:
         """The terminal event was lost: let another one end the run (unless it was closed)."""
@@ -382,27 +286,31 @@ class Recorder:
         ``none``; the terminal event is always kept, so it is redacted instead)."""
         assert self.redactor is not None
         redacted = self.redactor.redact_payload(snapshot)
-        if redacted is not None:
-            return redacted
-        if terminal:
-            return orjson.dumps(self.redactor.redact(orjson.loads(snapshot)))
-        self._withheld += 1
-        self._dropped += 1
-        self._gap += 1
-        return None
+        if redacted is None and terminal:
+            redacted = orjson.dumps(self.redactor.redact(orjson.loads(snapshot)))
+        elif redacted is None:
+            self._withheld += 1
+            self._lose(terminal)
+        elif type(redacted) is not bytes:
+            raise TypeError(f"the redactor returned {type(redacted).__name__}")
+        return redacted
 
-    def _admit(self, terminal: bool) -> bool:
-        """The slow path of admission: after the terminal event, or near the event cap."""
+    def _admitted(self, snapshot: bytes | None, terminal: bool) -> bytes | None:
+        """The slow path of admission: ``snapshot`` if the event may become a line, or
+        ``None`` (counted) for an event lost as it was emitted, one after the terminal
+        event, or one past the event cap."""
+        if snapshot is None:
+            self._lose(terminal)
+            return None
         if self._terminal_seen:
             self._dropped += 1
-            return False
+            return None
         # A pending gap marker takes a place of its own before this event; past the cap,
         # two places are kept for the gap marker and the terminal event.
         if not terminal and self._seq + (self._gap > 0) >= self._cap:
-            self._dropped += 1
-            self._gap += 1
-            return False
-        return True
+            self._lose(terminal)
+            return None
+        return snapshot
 
     def _encode_hard(self, data: Mapping[str, Any], terminal: bool) -> bytes | None:
         """Encode a payload that the fast path refused, or count it as lost (``None``)."""
@@ -411,10 +319,7 @@ class Recorder:
         except Exception:
             self._encode_errors += 1
             if terminal:  # the terminal event is always kept, so the file stays loadable
-                try:
-                    return orjson.dumps(data, default=_placeholder, option=orjson.OPT_NON_STR_KEYS)
-                except TypeError:  # a lone surrogate or an integer beyond 64 bits
-                    return orjson.dumps(_scrub(data, 0))
+                return encode_with_placeholders(data)
             return None
 
     def _next_step(self, event_type: str) -> int:
@@ -429,120 +334,14 @@ class Recorder:
             self._turn_open = False
         return self._step
 
-    def _new_second(self, now: int) -> int:
-        """Format the timestamp prefix of a new second once; return the nanoseconds into it."""
-        second = now // 1_000_000_000
-        self._second_start = second * 1_000_000_000
-        self._head = (
-            b'{"ts":"%b.' % time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)).encode()
-        )
-        return now - self._second_start
-
     # -- writing --------------------------------------------------------------------
 
     def _write_pending(self) -> None:
         self._flush_seq = self._seq + self._flush_every
-        if self.path is None or self._file_broken or self._cut_at is not None or self._file_done:
-            return
-        end = len(self._buffer)
-        if end > self._max_file_bytes:
-            # Only whole lines go to the file: cut after the last one that fits. The first
-            # line (run.started) and, at close, the last are kept whatever their size, so
-            # the file still loads.
-            end = self._buffer.rfind(b"\n", self._written, self._max_file_bytes) + 1
-            end = max(self._written, end, self._buffer.find(b"\n") + 1)
-            self._cut_at = end
-        self._write_out(end)
-
-    def _write_out(self, end: int) -> None:
-        if self._written >= end or self._file_broken:
-            return
-        assert self.path is not None
-        try:
-            fd = self._open_partial()
-            # Write from a view of the buffer, released before returning: a live view would
-            # pin the buffer and make the next append fail.
-            with memoryview(self._buffer) as whole, whole[self._written : end] as part:
-                _write_all(fd, part)
-            if _START_WRITEBACK is not None:
-                # Have the kernel start writing these bytes to disk now, while the run goes
-                # on, so that the fsync at close has little left to wait for. A hint: it
-                # changes no byte, and its failure is no write error. Pages already on disk
-                # may leave the page cache: the recorder never reads its file back.
-                with contextlib.suppress(OSError):
-                    os.posix_fadvise(fd, self._written, end - self._written, _START_WRITEBACK)
-            self._written = end
-        except OSError:
-            self._file_failed()
-
-    def _open_partial(self) -> int:
-        if self._fd is None:
-            assert self.path is not None
-            parent = os.path.dirname(self.path) or "."
-            os.makedirs(parent, exist_ok=True)
-            name = os.path.basename(self.path)
-            self._fd, self._partial = tempfile.mkstemp(
-                prefix=f".{name}.", suffix=".partial", dir=parent
-            )
-        return self._fd
-
-    def _file_failed(self) -> None:
-        # A file that missed a write would hold a hole; stop writing to it. The lines
-        # stay in memory, so the run's comparison and golden are unaffected.
-        self._write_errors += 1
-        self._file_broken = True
-        self._flush_seq = sys.maxsize
-
-    def _write_cut_tail(self) -> None:
-        """End a file cut by ``max_file_bytes``: a gap marker for the lines left out, then
-        the run's last line (its terminal event), so the file still loads."""
-        if self._cut_at is None or self._file_broken:
-            return
-        buffer = self._buffer
-        last = buffer.rfind(b"\n", 0, len(buffer) - 1) + 1
-        tail = bytes(buffer[max(last, self._cut_at) :])
-        if last > self._cut_at:
-            self._cut_lines = buffer.count(b"\n", self._cut_at, last)
-            first = orjson.loads(buffer[self._cut_at : buffer.index(b"\n", self._cut_at)])
-            step = first["data"].get("step", 0)
-            marker = {"step": step, "dropped": self._cut_lines}
-            line = {"ts": first["ts"], "seq": first["seq"], "type": DROP_DETECTED, "data": marker}
-            tail = orjson.dumps(line) + b"\n" + tail
-        try:
-            _write_all(self._open_partial(), tail)
-        except OSError:
-            self._file_failed()
-
-    def _publish(self) -> None:
-        """Close the partial file and rename it into place, unless a secret is found."""
-        if self._fd is None or self._partial is None:
-            return
-        fd, partial = self._fd, self._partial
-        self._fd = self._partial = None
-        try:
-            if not self._file_broken:
-                os.fsync(fd)
-                os.fchmod(fd, FILE_MODE)
-        except OSError:
-            self._file_failed()
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        leaked = None
-        if not self._file_broken and self.redactor is not None and self.redactor.mode != "full":
-            leaked = self.redactor.scan(bytes(self._buffer))
-        if self._file_broken or leaked is not None:
-            self._leaked = leaked
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
-            return
-        assert self.path is not None
-        try:
-            os.replace(partial, self.path)
-        except OSError:
-            self._file_failed()
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
+        if self._file is not None:
+            self._file.write(self._buffer)
+            if self._file.broken:  # nothing more is written: stop draining for it
+                self._flush_seq = sys.maxsize
 
     def flush(self) -> None:
         """Write every line emitted so far to the (partial) file now."""
@@ -559,12 +358,8 @@ class Recorder:
             self._drain_held()
             self._open_below = 0
             self._terminal_seen = True  # anything still in flight is late
-            if self._file_done:
-                return
-            self._write_pending()
-            self._write_cut_tail()
-            self._publish()
-            self._file_done = True
+            if self._file is not None:
+                self._file.finish(self._buffer, self.redactor)
 
     def __enter__(self) -> Recorder:
         return self
@@ -577,7 +372,7 @@ class Recorder:
     @property
     def written(self) -> int:
         """Bytes written to the file so far."""
-        return self._written
+        return 0 if self._file is None else self._file.written
 
     @property
     def step(self) -> int:
@@ -588,14 +383,15 @@ class Recorder:
     def stats(self) -> RecorderStats:
         with self._drain_lock:
             late, encode_errors = self._drain_held()
+            file = self._file
             return RecorderStats(
                 recorded=self._seq,
                 dropped=self._dropped + late,
                 encode_errors=encode_errors,
-                write_errors=self._write_errors,
+                write_errors=0 if file is None else file.write_errors,
                 withheld=self._withheld,
-                cut_from_file=self._cut_lines,
-                leaked=self._leaked,
+                cut_from_file=0 if file is None else file.cut_lines,
+                leaked=None if file is None else file.leaked,
             )
 
     def getvalue(self) -> bytes:
@@ -607,12 +403,3 @@ class Recorder:
     def rollout(self, path: str = "<recorded>") -> Rollout:
         """The recorded events, validated by the loader as any rollout file would be."""
         return loads(self.getvalue(), path=self.path or path)
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    """Write all of ``data`` (``os.write`` may write less than asked)."""
-    with memoryview(data) as view:
-        done = 0
-        while done < len(view):
-            with view[done:] as rest:
-                done += os.write(fd, rest)

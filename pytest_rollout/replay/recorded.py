@@ -23,9 +23,15 @@ from ..diff.canonical import arguments_hash, canonical_bytes, canonicalize_event
 from ..diff.compare import field_changes
 from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from ..diff.text import call_text, string_change, value_text
-from ..format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, TOOL_CALL_COMPLETED, Event
+from ..format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+    Event,
+)
+from ..format.jsonable import to_json_data
 from ..format.loader import Rollout, load
-from ..format.recorder import encode_payload
 from .turns import Turn
 
 __all__ = [
@@ -37,11 +43,6 @@ __all__ = [
     "request_hash",
     "to_json_data",
 ]
-
-
-def to_json_data(value: Any) -> Any:
-    """``value`` as plain JSON data, the way it is recorded (objects become dicts, ...)."""
-    return orjson.loads(encode_payload({"v": value}))["v"]
 
 
 def _digest(value: Any) -> str:
@@ -136,7 +137,7 @@ class Recording:
                 recording.turns.append(
                     RecordedTurn(event.step, requests.get(event.step), event.data)
                 )
-            elif event.type == "tool.call.started":
+            elif event.type == TOOL_CALL_STARTED:
                 started.append(event)
             elif event.type == TOOL_CALL_COMPLETED:
                 completions.setdefault(_call_key(event), deque()).append(event)
