@@ -19,7 +19,7 @@ from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import Rollout
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.safety.audit import AuditTrailSink, verify_audit
-from pytest_rollout.session.engine import Mode, RolloutSession
+from pytest_rollout.session import Mode, RolloutSession
 
 
 class Scripted:
@@ -349,14 +349,14 @@ def test_threads_that_start_recording_at_once_never_precede_run_started(
     import time
 
     import pytest_rollout.session.engine as session_module
-
-    plain = session_module._plain
+    from pytest_rollout.format.jsonable import to_json_data_or_placeholder as plain
 
     def slow(value: Any) -> Any:  # widens the gap between taking the start and writing it
         time.sleep(0.005)
         return plain(value)
 
-    monkeypatch.setattr(session_module, "_plain", slow)
+    # engine.py looks ``plain`` up in its own namespace, so that is the name to patch.
+    monkeypatch.setattr(session_module, "plain", slow)
     session = _session(Mode.RECORD)
     with session.run():  # run.started is written with the first event: the threads race
         workers = [

@@ -16,7 +16,7 @@ from ..diff.score import summarize
 from ..diff.text import call_text, format_cost, value_text
 from ..format.events import ERROR_FAMILIES, LLM_TURN_COMPLETED, Event
 from ..replay.recorded import Recording
-from .analyzers import Antipattern
+from .calls import Antipattern
 
 __all__ = [
     "ToolCallRecord",

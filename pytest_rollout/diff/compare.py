@@ -240,33 +240,50 @@ def compare(
         return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)
     # Events before `agreed` are equal pairwise, position by position.
     agreed = min(na, nb) if differs is None else differs
+    comparison = _walk_steps(ra, rb, agreed)
+    # Raise for an event that cannot be canonicalized, as canonicalizing every event would:
+    # those before `agreed` have been through `exact` already if their identity failed.
+    _canonicalize_unencodable(ra, agreed)
+    _canonicalize_unencodable(rb, agreed)
+    return comparison
+
+
+def _walk_steps(ra: _Run, rb: _Run, agreed: int) -> Comparison:
+    """Every step of either run with its status, and the first divergent one described."""
     results: list[StepResult] = []
     first: FirstDivergence | None = None
     for step in sorted(ra.groups.keys() | rb.groups.keys()):
         ia = ra.groups.get(step)
         ib = rb.groups.get(step)
-        if ia is None:
-            status = StepStatus.ONLY_IN_B
-        elif ib is None:
-            status = StepStatus.ONLY_IN_A
-        elif len(ia) != len(ib):
-            status = StepStatus.DIVERGED
-        elif (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib) is None:
-            status = StepStatus.IDENTICAL
-        else:
-            status = StepStatus.DIVERGED
+        status = _step_status(ra, ia, rb, ib, agreed)
         results.append(StepResult(step, status))
         if first is None and status is not StepStatus.IDENTICAL:
             ea = [ra.exact(i) for i in ia or ()]
             eb = [rb.exact(i) for i in ib or ()]
             first = _describe(step, status, ea, eb)
-    # Raise for an event that cannot be canonicalized, as canonicalizing every event would:
-    # those before `agreed` have been through `exact` already if their identity failed.
-    for run in (ra, rb):
-        for offset, (_, fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
-            if fast is None:
-                run.exact(agreed + offset)
     return Comparison(tuple(results), first)
+
+
+def _step_status(ra: _Run, ia: range | None, rb: _Run, ib: range | None, agreed: int) -> StepStatus:
+    """How the events ``ia`` of ``ra`` and ``ib`` of ``rb`` at one step compare (``None``:
+    the run has no such step); events before ``agreed`` are known to be equal."""
+    if ia is None:
+        return StepStatus.ONLY_IN_B
+    if ib is None:
+        return StepStatus.ONLY_IN_A
+    if len(ia) != len(ib):
+        return StepStatus.DIVERGED
+    if (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib) is None:
+        return StepStatus.IDENTICAL
+    return StepStatus.DIVERGED
+
+
+def _canonicalize_unencodable(run: _Run, agreed: int) -> None:
+    """Canonicalize the events from ``agreed`` on whose fast identity failed, so that one
+    that cannot be canonicalized raises."""
+    for offset, (_, fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
+        if fast is None:
+            run.exact(agreed + offset)
 
 
 def _describe(
@@ -330,25 +347,35 @@ def _same(x: Any, y: Any) -> bool:
 def _exact_difference(x: Any, y: Any, path: list[str | int]) -> FieldChange | None:
     """The first place where ``x`` and ``y`` differ in value or JSON kind."""
     if type(x) is dict and type(y) is dict:
-        for key in [*x, *(k for k in y if k not in x)]:
-            if key not in y:
-                return FieldChange(_dotted([*path, key]), "removed", x[key], _MISSING)
-            if key not in x:
-                return FieldChange(_dotted([*path, key]), "added", _MISSING, y[key])
-            if not _same(x[key], y[key]):
-                return _exact_difference(x[key], y[key], [*path, key])
-        return None
+        return _dict_difference(x, y, path)
     if type(x) is list and type(y) is list:
-        for index, (p, q) in enumerate(zip(x, y, strict=False)):
-            if not _same(p, q):
-                return _exact_difference(p, q, [*path, index])
-        if len(x) != len(y):
-            index = min(len(x), len(y))
-            if len(x) > len(y):
-                return FieldChange(_dotted([*path, index]), "removed", x[index], _MISSING)
-            return FieldChange(_dotted([*path, index]), "added", _MISSING, y[index])
-        return None
+        return _list_difference(x, y, path)
     return None if _same(x, y) else FieldChange(_dotted(path), "changed", x, y)
+
+
+def _dict_difference(
+    x: dict[Any, Any], y: dict[Any, Any], path: list[str | int]
+) -> FieldChange | None:
+    for key in [*x, *(k for k in y if k not in x)]:
+        if key not in y:
+            return FieldChange(_dotted([*path, key]), "removed", x[key], _MISSING)
+        if key not in x:
+            return FieldChange(_dotted([*path, key]), "added", _MISSING, y[key])
+        if not _same(x[key], y[key]):
+            return _exact_difference(x[key], y[key], [*path, key])
+    return None
+
+
+def _list_difference(x: list[Any], y: list[Any], path: list[str | int]) -> FieldChange | None:
+    for index, (p, q) in enumerate(zip(x, y, strict=False)):
+        if not _same(p, q):
+            return _exact_difference(p, q, [*path, index])
+    index = min(len(x), len(y))
+    if len(x) > len(y):
+        return FieldChange(_dotted([*path, index]), "removed", x[index], _MISSING)
+    if len(y) > len(x):
+        return FieldChange(_dotted([*path, index]), "added", _MISSING, y[index])
+    return None
 
 
 _REPORTS: Final = (

@@ -45,6 +45,8 @@ class DivergenceKind(StrEnum):
 
 _TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
 _ANSWER_TYPES: Final = frozenset({LLM_TURN_COMPLETED, RUN_COMPLETED, RUN_FAILED})
+# The prefix shared by the event types of an LLM turn (wanted in format/events.py).
+_TURN_PREFIX: Final = "llm.turn."
 
 _ATTRIBUTION: Final = {
     DivergenceKind.TOOL_CALL_MISMATCH: "agent",
@@ -108,7 +110,7 @@ def classify(comparison: Comparison) -> Divergence | None:
         kind = DivergenceKind.MISSING_CALL
     elif actual_call:
         kind = DivergenceKind.UNRECORDED_CALL
-    elif first.status is StepStatus.ONLY_IN_B and event.type.startswith("llm.turn."):
+    elif first.status is StepStatus.ONLY_IN_B and event.type.startswith(_TURN_PREFIX):
         kind = DivergenceKind.UNRECORDED_TURN
     elif event.type == RUN_STARTED:
         kind = DivergenceKind.SETUP_MISMATCH

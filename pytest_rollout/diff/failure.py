@@ -23,7 +23,7 @@ from .report import (
 )
 from .text import format_cost
 
-__all__ = ["render_verdict"]
+__all__ = ["render_headline", "render_verdict"]
 
 LABELS: Final = Labels(a="golden", b="this run")
 WIDTH: Final = 100
@@ -34,6 +34,18 @@ def _quote(path: str) -> str:
     return shlex.quote(sanitize(path))
 
 
+def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
+    """The report's first line: where this run left its reference run, what kind of
+    divergence that was, and whose it is."""
+    headline = verdict.headline
+    if headline is None:
+        return f"{labels.b} matches its {labels.a}"
+    return (
+        f"{labels.b} left its {labels.a} at step {headline.step}: {headline.kind.value} "
+        f"(attributed to the {headline.attribution})"
+    )
+
+
 def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABELS) -> list[str]:
     """The report lines; the first one is the headline pytest shows after ``assert``.
 
@@ -42,10 +54,9 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
     headline = verdict.headline
     comparison = verdict.comparison
     if headline is None:
-        return [f"{labels.b} matches its {labels.a}"]
+        return [render_headline(verdict, labels)]
     lines = [
-        f"{labels.b} left its {labels.a} at step {headline.step}: {headline.kind.value} "
-        f"(attributed to the {headline.attribution})",
+        render_headline(verdict, labels),
         f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}",
         f"Divergence: {excerpt(headline.detail, 200)}",
     ]

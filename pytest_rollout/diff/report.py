@@ -6,13 +6,14 @@ before it is returned, so nothing here can print an escape sequence or a CI comm
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from ..format.events import (
     LLM_TURN_COMPLETED,
     LLM_TURN_STARTED,
+    REPLAY_DIVERGENCE,
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_STARTED,
@@ -35,8 +36,6 @@ __all__ = [
     "render_score",
 ]
 
-REPLAY_DIVERGENCE: Final = "replay.divergence"
-
 
 @dataclass(frozen=True, slots=True)
 class Labels:
@@ -48,63 +47,92 @@ class Labels:
 
 def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
     """One line saying what an event did: tool names and arguments, or a content excerpt."""
-    data = event.data
-    kind = event.type
-    if kind == LLM_TURN_COMPLETED:
-        parts = []
-        content = data.get("content")
-        if content:
-            parts.append(value_text(content, limit))
-        calls = data.get("tool_calls") or []
-        if isinstance(calls, list) and calls:
-            parts.append(
-                "-> "
-                + ", ".join(
-                    call_text(c.get("name"), c.get("arguments"))
-                    for c in calls
-                    if isinstance(c, Mapping)
-                )
-            )
-        detail = " ".join(parts) or "(empty turn)"
-    elif kind == LLM_TURN_STARTED:
-        messages = data.get("messages")
-        count = len(messages) if isinstance(messages, list) else 0
-        detail = f"{count} new message{'s' if count != 1 else ''}"
-        if count and isinstance(messages, list) and isinstance(messages[-1], Mapping):
-            last = messages[-1]
-            detail += f", last {excerpt(str(last.get('role', '?')), 20)}: "
-            detail += value_text(last.get("content"), limit)
-    elif kind == TOOL_CALL_STARTED:
-        detail = call_text(data.get("name"), data.get("arguments"))
-    elif kind == TOOL_CALL_COMPLETED:
-        name = excerpt(str(data.get("name", "?")), 40)
-        error = data.get("error")
-        if isinstance(error, Mapping):
-            message = f"{error.get('class', 'Error')}: {error.get('message', '')}"
-            detail = f"{name} raised {excerpt(message, limit)}"
-        elif error:
-            detail = f"{name} raised {value_text(error, limit)}"
-        else:
-            detail = f"{name} -> {value_text(data.get('output'), limit)}"
-    elif kind == RUN_STARTED:
-        bits = [f"{k}={value_text(data[k], 30)}" for k in ("model", "prompt") if k in data]
-        detail = " ".join(bits)
-    elif kind == RUN_COMPLETED:
-        detail = f"outcome={value_text(data.get('outcome'), 20)}"
-        if "output" in data:
-            detail += f" output={value_text(data.get('output'), limit)}"
-    elif kind == RUN_FAILED:
-        error = data.get("error")
-        if isinstance(error, Mapping):
-            detail = excerpt(f"{error.get('class', 'Error')}: {error.get('message', '')}", limit)
-        else:
-            detail = value_text(error, limit)
-    elif kind == REPLAY_DIVERGENCE:
-        detail = excerpt(f"{data.get('kind', '?')}: {data.get('detail', '')}", limit)
-    else:
-        shown = {k: v for k, v in data.items() if k != "step"}
-        detail = value_text(shown, limit) if shown else ""
-    return f"{sanitize(kind)}  {detail}".rstrip()
+    describe = _DESCRIBERS.get(event.type, _describe_other)
+    return f"{sanitize(event.type)}  {describe(event.data, limit)}".rstrip()
+
+
+def _describe_turn_completed(data: Mapping[str, Any], limit: int) -> str:
+    parts = []
+    content = data.get("content")
+    if content:
+        parts.append(value_text(content, limit))
+    calls = data.get("tool_calls") or []
+    if isinstance(calls, list) and calls:
+        named = (
+            call_text(c.get("name"), c.get("arguments")) for c in calls if isinstance(c, Mapping)
+        )
+        parts.append("-> " + ", ".join(named))
+    return " ".join(parts) or "(empty turn)"
+
+
+def _describe_turn_started(data: Mapping[str, Any], limit: int) -> str:
+    messages = data.get("messages")
+    count = len(messages) if isinstance(messages, list) else 0
+    detail = f"{count} new message{'s' if count != 1 else ''}"
+    if count and isinstance(messages, list) and isinstance(messages[-1], Mapping):
+        last = messages[-1]
+        detail += f", last {excerpt(str(last.get('role', '?')), 20)}: "
+        detail += value_text(last.get("content"), limit)
+    return detail
+
+
+def _describe_call_started(data: Mapping[str, Any], limit: int) -> str:
+    return call_text(data.get("name"), data.get("arguments"))
+
+
+def _describe_call_completed(data: Mapping[str, Any], limit: int) -> str:
+    name = excerpt(str(data.get("name", "?")), 40)
+    error = data.get("error")
+    if isinstance(error, Mapping):
+        return f"{name} raised {excerpt(_error_text(error), limit)}"
+    if error:
+        return f"{name} raised {value_text(error, limit)}"
+    return f"{name} -> {value_text(data.get('output'), limit)}"
+
+
+def _describe_run_started(data: Mapping[str, Any], limit: int) -> str:
+    return " ".join(f"{k}={value_text(data[k], 30)}" for k in ("model", "prompt") if k in data)
+
+
+def _describe_run_completed(data: Mapping[str, Any], limit: int) -> str:
+    detail = f"outcome={value_text(data.get('outcome'), 20)}"
+    if "output" in data:
+        detail += f" output={value_text(data.get('output'), limit)}"
+    return detail
+
+
+def _describe_run_failed(data: Mapping[str, Any], limit: int) -> str:
+    error = data.get("error")
+    if isinstance(error, Mapping):
+        return excerpt(_error_text(error), limit)
+    return value_text(error, limit)
+
+
+def _describe_divergence(data: Mapping[str, Any], limit: int) -> str:
+    return excerpt(f"{data.get('kind', '?')}: {data.get('detail', '')}", limit)
+
+
+def _describe_other(data: Mapping[str, Any], limit: int) -> str:
+    shown = {k: v for k, v in data.items() if k != "step"}
+    return value_text(shown, limit) if shown else ""
+
+
+def _error_text(error: Mapping[str, Any]) -> str:
+    return f"{error.get('class', 'Error')}: {error.get('message', '')}"
+
+
+#: How :func:`describe_event` says what an event of each core type did; any other type
+#: shows its data.
+_DESCRIBERS: Final[Mapping[str, Callable[[Mapping[str, Any], int], str]]] = {
+    LLM_TURN_COMPLETED: _describe_turn_completed,
+    LLM_TURN_STARTED: _describe_turn_started,
+    TOOL_CALL_STARTED: _describe_call_started,
+    TOOL_CALL_COMPLETED: _describe_call_completed,
+    RUN_STARTED: _describe_run_started,
+    RUN_COMPLETED: _describe_run_completed,
+    RUN_FAILED: _describe_run_failed,
+    REPLAY_DIVERGENCE: _describe_divergence,
+}
 
 
 def render_header(
