@@ -42,9 +42,9 @@ from .sdk.clients import MissingPackageError as MissingPackageError
 from .sdk.exchange import UnrecordedRequestError as UnrecordedRequestError
 from .sdk.pricing import Price as Price
 from .sdk.wire import WireFormatError as WireFormatError
-from .session.engine import GoldenEditedError as GoldenEditedError
-from .session.engine import GoldenMissingError as GoldenMissingError
-from .session.engine import RolloutSession as RolloutSession
+from .session import GoldenEditedError as GoldenEditedError
+from .session import GoldenMissingError as GoldenMissingError
+from .session import RolloutSession as RolloutSession
 
 if TYPE_CHECKING:
     from .plugin.snapshot import RolloutSnapshotExtension as RolloutSnapshotExtension

@@ -15,7 +15,7 @@ import pytest_rollout
 from pytest_rollout import CanonicalOptions, RolloutError, load, loads
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.plugin.snapshot import RolloutSnapshotExtension, serialize_events
-from pytest_rollout.session.engine import Mode, RolloutSession
+from pytest_rollout.session import Mode, RolloutSession
 
 GOLDEN = (
     Path(__file__).resolve().parent.parent

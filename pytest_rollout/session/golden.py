@@ -22,6 +22,8 @@ from ..format.files import atomic_write, contained
 from ..format.loader import Rollout, load, loads
 
 __all__ = [
+    "GoldenEditedError",
+    "GoldenMissingError",
     "GoldenRef",
     "WriteResult",
     "find_unused",
@@ -35,6 +37,27 @@ __all__ = [
 SUFFIX: Final = ".jsonl"
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._\-\[\]=+,@]")
 _MAX_NAME: Final = 120
+
+
+class GoldenMissingError(RolloutError):
+    """A test in compare mode has no golden file to replay and compare against."""
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, path: str, hint: str) -> None:
+        self.path = path
+        self.hint = hint
+        super().__init__(f"no golden file for this test: {path} does not exist. {hint}")
+
+    def __reduce__(self) -> tuple[type[GoldenMissingError], tuple[str, str]]:
+        return (type(self), (self.path, self.hint))
+
+
+class GoldenEditedError(RolloutError):
+    """A test's golden no longer matches its receipt: it changed after it was recorded
+    (edited, truncated), or it has no receipt. Nothing of it is replayed."""
+
+    __module__ = "pytest_rollout"
 
 
 @dataclass(frozen=True, slots=True)

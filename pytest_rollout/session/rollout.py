@@ -1,0 +1,231 @@
+"""The ``rollout`` object a test holds: wrap providers, tools and SDK clients, bracket the
+run, assert on it, compare it with its golden.
+
+Everything it records goes through its :class:`~pytest_rollout.session.engine.Engine`,
+which the plugin and the SDK exchange talk to directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ..analysis.analyzers import AnalyzerOptions, Antipattern, find_antipatterns, parse_analyzers
+from ..analysis.assertions import (
+    ToolCallRecord,
+    antipattern_failure,
+    cost_failure,
+    error_events,
+    tool_calls_by_name,
+)
+from ..diff.drift import Verdict
+from ..diff.score import summarize
+from ..errors import RolloutError
+from ..format.events import Event
+from ..format.recorder import Recorder
+from ..replay.fork import ForkResult
+from ..replay.fork import fork as fork_run
+from ..replay.recorded import RecordedProvider
+from ..sdk import clients as sdk
+from .engine import Engine
+from .golden import GoldenRef
+from .mode import Mode, RunHandle
+from .provider import ProviderProxy
+from .tools import wrap_tool
+
+__all__ = ["RolloutSession"]
+
+
+class RolloutSession:
+    """One test's agent run, as the test sees it (the ``rollout`` fixture).
+
+    Built with the engine's keyword arguments (mode, recorder, golden, options, ...); the
+    plugin builds it, and tests of the library may build one directly.
+    """
+
+    def __init__(self, **engine_options: Any) -> None:
+        self.engine = Engine(**engine_options)
+
+    # -- what the test wraps ------------------------------------------------------
+
+    def provider(self, live: Any = None) -> ProviderProxy:
+        """Wrap a provider: live when recording, the golden's turns in dry replay."""
+        engine = self.engine
+        if engine.mode is Mode.DRY:
+            replay = engine.replay
+            assert replay is not None
+            inner: Any = RecordedProvider(replay)
+            if live is None:
+                engine.adopt_golden_identity()
+        else:
+            if live is None:
+                raise RolloutError(
+                    f"rollout.provider() needs the live provider in {engine.mode.value} mode"
+                )
+            inner = live
+        if live is not None:
+            engine.name_provider(live)
+        return ProviderProxy(engine, inner)
+
+    def recorded_provider(self) -> ProviderProxy:
+        """A provider serving this test's golden turns (what ``recorded_provider`` gives)."""
+        engine = self.engine
+        replay = engine.replay
+        if replay is None:
+            raise RolloutError(
+                f"recorded_provider replays a golden, and this test runs in "
+                f"{engine.mode.value} mode; wrap the live provider with rollout.provider(...)"
+            )
+        engine.adopt_golden_identity()
+        return ProviderProxy(engine, RecordedProvider(replay))
+
+    def tools(self, mapping: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+        """Wrap tools: each call is recorded, and answered from the golden when replaying."""
+        engine = self.engine
+        wrapped = {name: wrap_tool(engine, name, fn) for name, fn in mapping.items()}
+        engine.tool_names.extend(n for n in mapping if n not in engine.tool_names)
+        return wrapped
+
+    # -- SDK clients ----------------------------------------------------------------
+
+    def openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """An ``openai.OpenAI`` client built with ``client_kwargs``, its requests recorded
+        (and answered from the golden in dry replay). ``transport`` is the live transport
+        (default: the network)."""
+        return sdk.client(self.engine, "openai", "OpenAI", transport, client_kwargs)
+
+    def async_openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """``openai.AsyncOpenAI``, as :meth:`openai`."""
+        return sdk.client(self.engine, "openai", "AsyncOpenAI", transport, client_kwargs)
+
+    def anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """An ``anthropic.Anthropic`` client, as :meth:`openai`."""
+        return sdk.client(self.engine, "anthropic", "Anthropic", transport, client_kwargs)
+
+    def async_anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """``anthropic.AsyncAnthropic``, as :meth:`openai`."""
+        return sdk.client(self.engine, "anthropic", "AsyncAnthropic", transport, client_kwargs)
+
+    def http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """An HTTP client (``httpx2.Client``, else ``httpx.Client``) whose model requests
+        are recorded and replayed: for SDK clients and framework providers built by hand."""
+        return sdk.http_client(self.engine, transport, client_kwargs, asynchronous=False)
+
+    def async_http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """The ``AsyncClient`` counterpart of :meth:`http_client`."""
+        return sdk.http_client(self.engine, transport, client_kwargs, asynchronous=True)
+
+    # -- the run --------------------------------------------------------------------
+
+    @contextmanager
+    def run(self, prompt: Any = None, **meta: Any) -> Iterator[RunHandle]:
+        """Bracket the agent run: ``run.started`` on entry, ``run.completed`` or
+        ``run.failed`` on exit (the exception still propagates)."""
+        self.engine.start(prompt, meta)
+        handle = RunHandle()
+        try:
+            yield handle
+        except BaseException as exc:
+            self.engine.finish_failed(exc)
+            raise
+        self.engine.finish_completed(handle.output)
+
+    def emit(self, event_type: str, /, **data: Any) -> None:
+        """Record a custom event at the current step."""
+        self.engine.emit(event_type, **data)
+
+    def fork(self, step: int, **options: Any) -> ForkResult:
+        """The golden's conversation up to and including ``step`` (see :func:`fork`)."""
+        return fork_run(self.engine.require_golden().events, step, **options)
+
+    def events(self) -> tuple[Event, ...]:
+        """This run's events, as the loader reads them back (after the ``run()`` block)."""
+        return self.engine.events()
+
+    def verdict(self) -> Verdict:
+        """This run against its golden: the drift report behind ``rollout == golden``."""
+        return self.engine.verdict()
+
+    def close(self) -> None:
+        """End the run if it is still open and flush its recording (the fixture does this
+        at teardown)."""
+        self.engine.close()
+
+    @property
+    def recorder(self) -> Recorder:
+        """The recorder of this run (its events so far: ``recorder.rollout()``)."""
+        return self.engine.recorder
+
+    @property
+    def mode(self) -> Mode:
+        return self.engine.mode
+
+    # -- analyzers and assertions ---------------------------------------------------
+
+    def analyze(self, *names: str, **options: Any) -> None:
+        """Turn on analyzers for this test (``"all"`` for every one), with their options
+        (``cost_multiplier=3.0``, ``context_limit=32000``, ...), before the run starts."""
+        engine = self.engine
+        if engine.started:
+            raise RolloutError("rollout.analyze() must be called before the run starts")
+        current = engine.analyzer_options
+        enabled = current.enabled | parse_analyzers(names)
+        try:
+            engine.analyzer_options = dataclasses.replace(current, enabled=enabled, **options)
+        except TypeError:
+            known = ", ".join(f.name for f in dataclasses.fields(AnalyzerOptions)[1:])
+            raise RolloutError(
+                f"rollout.analyze() takes analyzer names and the options {known}; "
+                f"got {sorted(options)}"
+            ) from None
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the run cost, when its turns reported a cost."""
+        return summarize(self.engine.events()).cost_usd
+
+    @property
+    def steps(self) -> int:
+        """How many steps the run took (one per LLM turn)."""
+        return summarize(self.engine.events()).steps
+
+    @property
+    def tool_calls(self) -> Mapping[str, tuple[ToolCallRecord, ...]]:
+        """The run's tool calls by tool name: ``rollout.tool_calls["get_weather"]``."""
+        return tool_calls_by_name(self.engine.events())
+
+    @property
+    def errors(self) -> tuple[Event, ...]:
+        """The run's error events (``run.failed``, ``error.context``, ... and the types of
+        ``pytest_rollout_error_types``)."""
+        return error_events(self.engine.events(), self.engine.error_types)
+
+    @property
+    def antipatterns(self) -> list[Antipattern]:
+        """Tools the run called with the same arguments 3 or more times."""
+        threshold = self.engine.analyzer_options.antipattern_threshold
+        return find_antipatterns(self.engine.events(), threshold)
+
+    def assert_no_antipatterns(self) -> None:
+        """Fail when the run called a tool with the same arguments 3 or more times."""
+        __tracebackhide__ = True  # pytest shows the test's line, not this one
+        threshold = self.engine.analyzer_options.antipattern_threshold
+        message = antipattern_failure(self.antipatterns, threshold)
+        if message is not None:
+            raise AssertionError(message)
+
+    def assert_cost_below(self, usd: float) -> None:
+        """Fail when the run cost ``usd`` or more (or its cost is unknown)."""
+        __tracebackhide__ = True
+        message = cost_failure(self.engine.events(), usd)
+        if message is not None:
+            raise AssertionError(message)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GoldenRef):
+            return NotImplemented
+        return self.engine.matches_golden()
+
+    __hash__ = None  # type: ignore[assignment]
