@@ -132,6 +132,35 @@ def test_bad(rollout):
     )
 
 
+def test_marker_with_an_unknown_keyword_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_project(
+        pytester,
+        test_typo="""
+import pytest
+
+
+@pytest.mark.rollout(ignroe=["data.output"])
+def test_typo(rollout):
+    pass
+
+
+def test_other():
+    pass
+""",
+    )
+
+    result = run(pytester, ())
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: test_typo.py::test_typo: @pytest.mark.rollout does not take ignroe; "
+            "its keywords are golden, ignore, drop_keys, mode, allow_unconsumed, replay, "
+            "redact, analyzers"
+        ]
+    )
+
+
 ERROR_TYPES_TEST = """
 import os
 

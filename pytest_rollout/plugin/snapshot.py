@@ -38,7 +38,7 @@ from ..format.events import RUN_STARTED, Event
 from ..format.files import atomic_write
 from ..format.loader import Rollout, loads
 from ..safety.sanitize import excerpt, sanitize
-from ..session.engine import RolloutSession
+from ..session import RolloutSession
 
 if TYPE_CHECKING:
     import pytest
@@ -105,7 +105,7 @@ def _context(data: object) -> tuple[CanonicalOptions, str | None]:
     ``rollout diff`` command) when it is."""
     if isinstance(data, RolloutSession):
         path = data.recorder.path
-        return data.options, None if path is None else _display(path)
+        return data.engine.options, None if path is None else _display(path)
     if isinstance(data, Rollout) and Path(data.path).is_file():
         return DEFAULT_OPTIONS, _display(data.path)
     return DEFAULT_OPTIONS, None

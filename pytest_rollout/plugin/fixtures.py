@@ -1,0 +1,37 @@
+"""The fixtures: ``rollout``, ``golden`` and ``recorded_provider``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ..session import RolloutSession
+from ..session.golden import GoldenRef
+from .core import PLUGIN_KEY
+
+__all__ = ["golden", "recorded_provider", "rollout"]
+
+
+@pytest.fixture
+def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
+    """This test's agent run: wrap providers and tools with it, run the agent inside
+    ``rollout.run()``, then ``assert rollout == golden``."""
+    plugin = request.config.stash[PLUGIN_KEY]
+    session = plugin.session_for(request.node)
+    yield session
+    plugin.finish(request.node, session.engine)
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> GoldenRef:
+    """This test's golden file, for ``assert rollout == golden``."""
+    plugin = request.config.stash[PLUGIN_KEY]
+    return GoldenRef(str(plugin.golden_for(request.node)))
+
+
+@pytest.fixture
+def recorded_provider(rollout: RolloutSession) -> Any:
+    """A provider that serves this test's golden turns, for agents that take one directly."""
+    return rollout.recorded_provider()

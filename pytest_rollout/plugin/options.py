@@ -1,0 +1,220 @@
+"""The command-line flags and ini keys of pytest-rollout, declared in one table each."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import pytest
+
+from ..analysis.analyzers import ANALYZERS
+from ..safety.redact import RedactionMode
+from ..session.mode import Mode
+
+__all__ = ["REDACTION_MODES", "add_options"]
+
+REDACTION_MODES: Final = tuple(m.value for m in RedactionMode)
+
+#: (flag, keyword arguments of ``addoption``), in the order ``pytest --help`` shows them.
+FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
+    (
+        "--rollout-record",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "run providers and tools live and write each test's rollout as its golden",
+        },
+    ),
+    (
+        "--rollout-compare",
+        {
+            "nargs": "?",
+            "const": True,
+            "default": None,
+            "metavar": "DIR",
+            "help": "replay each test from its golden and compare (the default); "
+            "DIR overrides the golden directory (write --rollout-compare=DIR)",
+        },
+    ),
+    (
+        "--rollout-golden-dir",
+        {
+            "default": None,
+            "metavar": "DIR",
+            "help": "golden directory for this run (overrides the rollout_golden_dir ini key)",
+        },
+    ),
+    (
+        "--rollout-mode",
+        {
+            "choices": [Mode.DRY.value, Mode.FULL.value],
+            "default": None,
+            "help": "dry: provider and tools replayed (default); "
+            "full: live provider, tools replayed",
+        },
+    ),
+    (
+        "--rollout-dir",
+        {
+            "default": None,
+            "metavar": "DIR",
+            "help": "capture every run as DIR/YYYY-MM-DD/RUN_ID.jsonl "
+            "(the ROLLOUT_DIR environment variable takes precedence)",
+        },
+    ),
+    (
+        "--rollout-redact",
+        {
+            "choices": REDACTION_MODES,
+            "default": None,
+            "help": "how secrets are written: redacted (the default), hashed, full (verbatim) "
+            "or none (events holding one are dropped)",
+        },
+    ),
+    (
+        "--rollout-accept-edits",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "accept goldens changed since they were recorded (their receipts no "
+            "longer match): compare against them and seal them anew",
+        },
+    ),
+    (
+        "--rollout-report",
+        {
+            "default": None,
+            "metavar": "PATH",
+            "help": "write one self-contained HTML page of the session's rollout tests, with "
+            "each failing run and its golden side by side",
+        },
+    ),
+    (
+        "--rollout-audit",
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "append every run, and every call of a state-modifying tool, to the day's "
+            "hash-chained audit trail in the capture directory",
+        },
+    ),
+    (
+        "--rollout-allow-unconsumed",
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "do not fail a test whose run left recorded turns or tool results unused",
+        },
+    ),
+)
+
+#: (ini key, help, type, default); type ``None`` is pytest's plain string.
+INI_KEYS: Final[tuple[tuple[str, str, str | None, Any], ...]] = (
+    ("rollout_golden_dir", "directory of golden rollouts", None, "golden"),
+    ("rollout_mode", "replay mode in compare runs: dry or full", None, "dry"),
+    (
+        "rollout_ignore",
+        "fields left out of every comparison, one [TYPE:]path per line",
+        "linelist",
+        [],
+    ),
+    ("rollout_dir", "capture every run under this directory (YYYY-MM-DD/RUN_ID.jsonl)", None, ""),
+    ("rollout_capture_max_file_mb", "size cap of one captured run, in MB (0: none)", None, ""),
+    (
+        "rollout_capture_max_total_mb",
+        "size cap of the capture directory, oldest runs removed first, in MB (0: none)",
+        None,
+        "",
+    ),
+    (
+        "rollout_capture_retention_days",
+        "captured runs older than this many days are removed (0: kept forever)",
+        None,
+        "",
+    ),
+    ("rollout_redact", "how secrets are written: redacted, hashed, full or none", None, ""),
+    (
+        "rollout_redact_patterns",
+        "extra redaction rules, one LABEL=REGEX per line",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_redact_keys",
+        "extra key names whose values are always redacted, one per line",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_prices",
+        "model prices for the cost of SDK turns, one MODEL=INPUT,OUTPUT (USD per million "
+        "tokens) per line, over the built-in table",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_analyzers",
+        "analyzers to run over every test's events (" + ", ".join(ANALYZERS) + ", or all)",
+        "args",
+        [],
+    ),
+    (
+        "rollout_cost_anomaly_multiplier",
+        "cost.anomaly when a step costs more than this times the earlier steps' mean (default 2.0)",
+        None,
+        "",
+    ),
+    (
+        "rollout_context_window_threshold",
+        "context.window.warning past this fraction of the model's context window (default 0.8)",
+        None,
+        "",
+    ),
+    (
+        "rollout_context_windows",
+        "context window sizes in tokens, one MODEL=TOKENS per line, over the built-in table",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_error_chain_calls",
+        "how many of the last tool calls error.context lists (default 5)",
+        None,
+        "",
+    ),
+    (
+        "rollout_audit",
+        "append runs and state-modifying tool calls to the day's audit trail",
+        "bool",
+        False,
+    ),
+    (
+        "rollout_audit_tools",
+        "more tool names whose calls are audit actions, one per line",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_audit_keywords",
+        "more name tokens (delete, approve, ...) that make a tool's calls audit actions",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_allow_unconsumed",
+        "do not fail tests whose run left recorded turns or tool results unused",
+        "bool",
+        False,
+    ),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare every flag (in one option group) and every ini key."""
+    group = parser.getgroup("rollout", "golden-run trace diffing of agent runs (pytest-rollout)")
+    for flag, kwargs in FLAGS:
+        group.addoption(flag, **kwargs)
+    for name, help_text, kind, default in INI_KEYS:
+        if kind is None:
+            parser.addini(name, help_text, default=default)
+        else:
+            parser.addini(name, help_text, type=kind, default=default)  # type: ignore[arg-type]

@@ -1,0 +1,322 @@
+"""Settings parsed once: the session's from flags and ini keys, each test's from its marker.
+
+Every bad value is a ``pytest.UsageError`` that names the flag, ini key or marker keyword
+the user wrote, raised before any test runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final
+
+import pytest
+
+from ..analysis.analyzers import (
+    CONTEXT_WINDOWS,
+    HMAC_KEY_VARIABLE,
+    AnalyzerOptions,
+    parse_analyzers,
+)
+from ..diff.canonical import DEFAULT_OPTIONS
+from ..errors import RolloutError
+from ..safety.capture import CaptureLimits, resolve_root
+from ..safety.redact import RedactionMode, Rule
+from ..sdk.pricing import PRICES, Price, parse_price
+from ..session.mode import Mode
+from .options import REDACTION_MODES
+
+__all__ = ["MARKER_DOC", "MarkerOptions", "Settings"]
+
+MARKER_DOC: Final = (
+    "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
+    "replay=True, redact=None, analyzers=()): per-test settings of pytest-rollout: the "
+    "golden's file name, fields to leave out of the comparison, the replay mode (dry or full), "
+    "whether unconsumed recorded turns or tool results are allowed, replay=False for tests "
+    "whose providers and tools are deterministic fakes (run live, no golden), the redaction "
+    "mode (redacted, hashed, full or none) and analyzers to turn on"
+)
+
+#: The ini key behind each analyzer option, for error messages.
+_ANALYZER_KEYS: Final = {
+    "cost_multiplier": "rollout_cost_anomaly_multiplier",
+    "context_threshold": "rollout_context_window_threshold",
+    "error_chain_calls": "rollout_error_chain_calls",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The session-wide settings, resolved from flags and ini keys."""
+
+    mode: Mode
+    golden_dir: Path
+    run_dir: Path | None
+    ignore: tuple[str, ...]
+    allow_unconsumed: bool
+    capture_root: Path | None = None
+    capture_limits: CaptureLimits = field(default_factory=CaptureLimits)
+    redaction: RedactionMode = RedactionMode.REDACTED
+    redact_rules: tuple[Rule, ...] = ()
+    redact_keys: tuple[str, ...] = ()
+    accept_edits: bool = False
+    prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
+    analyzers: AnalyzerOptions = field(default_factory=AnalyzerOptions)
+    report_path: Path | None = None
+    audit: bool = False
+    audit_tools: tuple[str, ...] = ()
+    audit_keywords: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        invocation = config.invocation_params.dir
+        mode = _mode(config)
+        capture_root, capture_limits = _capture(config)
+        run_dir: Path | None = None
+        if capture_root is None and (cache := getattr(config, "cache", None)) is not None:
+            run_dir = cache.mkdir("rollout") / "runs"  # the last run of each test
+        audit = config.getoption("rollout_audit") or bool(config.getini("rollout_audit"))
+        if audit and capture_root is None:
+            raise pytest.UsageError(
+                "the audit trail is kept in the capture directory: set ROLLOUT_DIR, "
+                "--rollout-dir or the ini key rollout_dir to use --rollout-audit or rollout_audit"
+            )
+        allow = config.getoption("rollout_allow_unconsumed")
+        report = config.getoption("rollout_report")
+        return cls(
+            mode=mode,
+            golden_dir=_golden_dir(config),
+            run_dir=run_dir,
+            ignore=_ignore(config),
+            allow_unconsumed=bool(config.getini("rollout_allow_unconsumed"))
+            if allow is None
+            else bool(allow),
+            capture_root=capture_root,
+            capture_limits=capture_limits,
+            redaction=_redaction(config),
+            redact_rules=_redact_rules(config),
+            redact_keys=_redact_keys(config),
+            accept_edits=bool(config.getoption("rollout_accept_edits")),
+            prices=_prices(config),
+            analyzers=_analyzer_options(config),
+            report_path=None if report is None else invocation / str(report),
+            audit=audit,
+            audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
+            audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),
+        )
+
+
+def _mode(config: pytest.Config) -> Mode:
+    record = bool(config.getoption("rollout_record"))
+    if record and config.getoption("rollout_compare") is not None:
+        raise pytest.UsageError("--rollout-record and --rollout-compare cannot be combined")
+    name = config.getoption("rollout_mode") or str(config.getini("rollout_mode"))
+    if name not in (Mode.DRY.value, Mode.FULL.value):
+        raise pytest.UsageError(f"rollout_mode must be dry or full, got {name!r}")
+    return Mode.RECORD if record else Mode(name)
+
+
+def _golden_dir(config: pytest.Config) -> Path:
+    invocation = config.invocation_params.dir
+    compare = config.getoption("rollout_compare")
+    if isinstance(compare, str):
+        golden_dir = invocation / compare
+        if compare.endswith(".py") or "::" in compare or golden_dir.is_file():
+            raise pytest.UsageError(
+                f"--rollout-compare takes a golden directory, got {compare!r}; "
+                f"write --rollout-compare=DIR, or put test paths before the flag"
+            )
+        return golden_dir
+    if config.getoption("rollout_golden_dir"):
+        return invocation / str(config.getoption("rollout_golden_dir"))
+    return config.rootpath / str(config.getini("rollout_golden_dir"))
+
+
+def _capture(config: pytest.Config) -> tuple[Path | None, CaptureLimits]:
+    try:
+        root = resolve_root(
+            os.environ,
+            config.getoption("rollout_dir"),
+            str(config.getini("rollout_dir")),
+            config.invocation_params.dir,
+        )
+        limits = CaptureLimits.from_ini(
+            str(config.getini("rollout_capture_max_file_mb")),
+            str(config.getini("rollout_capture_max_total_mb")),
+            str(config.getini("rollout_capture_retention_days")),
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return root, limits
+
+
+def _redaction(config: pytest.Config) -> RedactionMode:
+    name = config.getoption("rollout_redact") or str(config.getini("rollout_redact"))
+    if name and name not in REDACTION_MODES:
+        raise pytest.UsageError(
+            f"rollout_redact must be one of {', '.join(REDACTION_MODES)}, got {name!r}"
+        )
+    return RedactionMode(name or RedactionMode.REDACTED)
+
+
+def _redact_rules(config: pytest.Config) -> tuple[Rule, ...]:
+    lines = [str(line) for line in config.getini("rollout_redact_patterns")]
+    lines.extend(
+        f"{label}={pattern}"
+        for found in config.hook.pytest_rollout_redact_patterns(config=config)
+        for label, pattern in found or ()
+    )
+    return tuple(_rule(line) for line in lines)
+
+
+def _rule(line: str) -> Rule:
+    label, sep, pattern = line.partition("=")
+    if not sep or not label.strip() or not pattern.strip():
+        raise pytest.UsageError(
+            f"rollout_redact_patterns: write each rule as LABEL=REGEX, got {line!r}"
+        )
+    try:
+        return Rule(label.strip(), pattern.strip())
+    except RolloutError as exc:
+        raise pytest.UsageError(f"rollout_redact_patterns: {exc}") from None
+
+
+def _redact_keys(config: pytest.Config) -> tuple[str, ...]:
+    keys = [str(k) for k in config.getini("rollout_redact_keys")]
+    keys.extend(
+        str(k)
+        for found in config.hook.pytest_rollout_redact_keys(config=config)
+        for k in found or ()
+    )
+    return tuple(keys)
+
+
+def _prices(config: pytest.Config) -> Mapping[str, Price]:
+    prices = dict(PRICES)
+    for line in config.getini("rollout_prices"):
+        try:
+            model, price = parse_price(str(line))
+        except ValueError as exc:
+            raise pytest.UsageError(f"rollout_prices: {exc}") from None
+        prices[model] = price
+    return MappingProxyType(prices)
+
+
+def _ignore(config: pytest.Config) -> tuple[str, ...]:
+    ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
+    try:
+        DEFAULT_OPTIONS.extended(ignore_paths=ignore)
+    except ValueError as exc:
+        raise pytest.UsageError(f"rollout_ignore: {exc}") from None
+    return ignore
+
+
+def _analyzer_options(config: pytest.Config) -> AnalyzerOptions:
+    """The analyzers the ini keys turn on, and their settings."""
+    try:
+        options: dict[str, Any] = {
+            "enabled": parse_analyzers(str(n) for n in config.getini("rollout_analyzers")),
+            "context_windows": _context_windows(config),
+        }
+        for key, name, kind in (
+            ("rollout_cost_anomaly_multiplier", "cost_multiplier", float),
+            ("rollout_context_window_threshold", "context_threshold", float),
+            ("rollout_error_chain_calls", "error_chain_calls", int),
+        ):
+            text = str(config.getini(key)).strip()
+            if text:
+                try:
+                    options[name] = kind(text)
+                except ValueError:
+                    raise ValueError(f"{key} must be a number, got {text!r}") from None
+        secret = os.environ.get(HMAC_KEY_VARIABLE)
+        if secret:
+            options["hmac_key"] = secret.encode()
+        return AnalyzerOptions(**options)
+    except ValueError as exc:
+        message = str(exc)
+        for name, key in _ANALYZER_KEYS.items():  # name the ini key the user wrote
+            if message.startswith(name + " "):
+                message = key + message.removeprefix(name)
+        raise pytest.UsageError(message) from None
+
+
+def _context_windows(config: pytest.Config) -> Mapping[str, int]:
+    windows = dict(CONTEXT_WINDOWS)
+    for line in config.getini("rollout_context_windows"):
+        model, sep, tokens = str(line).partition("=")
+        if not sep or not model.strip() or not tokens.strip().isdigit():
+            raise ValueError(
+                f"rollout_context_windows: write each line as MODEL=TOKENS, got {line!r}"
+            )
+        windows[model.strip()] = int(tokens)
+    return MappingProxyType(windows)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerOptions:
+    """What ``@pytest.mark.rollout(...)`` says for one test (``None``: not said)."""
+
+    golden: str | None = None
+    ignore: tuple[str, ...] = ()
+    drop_keys: tuple[str, ...] = ()
+    mode: Mode | None = None
+    allow_unconsumed: bool | None = None
+    replay: bool = True
+    redact: RedactionMode | None = None
+    analyzers: frozenset[str] = frozenset()
+
+    @classmethod
+    def check_keywords(cls, item: pytest.Item) -> None:
+        """A usage error when ``item``'s ``rollout`` marker takes a keyword it does not know
+        (a typo would otherwise be silently ignored), naming the keywords it takes."""
+        marker = item.get_closest_marker("rollout")
+        if marker is None:
+            return
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(marker.kwargs) - set(known))
+        if marker.args or unknown:
+            said = ", ".join(unknown) if unknown else "positional arguments"
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.rollout does not take {said}; "
+                f"its keywords are {', '.join(known)}"
+            )
+
+    @classmethod
+    def from_item(cls, item: pytest.Item) -> MarkerOptions:
+        """The closest ``rollout`` marker of ``item``; a bad value is a ``RolloutError``
+        that fails this test only."""
+        marker = item.get_closest_marker("rollout")
+        kwargs: Mapping[str, Any] = marker.kwargs if marker else {}
+        mode = kwargs.get("mode")
+        if mode is not None and mode not in (Mode.DRY.value, Mode.FULL.value):
+            raise RolloutError(
+                f"@pytest.mark.rollout(mode=...) must be 'dry' or 'full', got {mode!r}"
+            )
+        redact = kwargs.get("redact")
+        if redact is not None and redact not in REDACTION_MODES:
+            raise RolloutError(
+                f"@pytest.mark.rollout(redact=...) must be one of "
+                f"{', '.join(REDACTION_MODES)}, got {redact!r}"
+            )
+        names = kwargs.get("analyzers") or ()
+        try:
+            analyzers = parse_analyzers([names] if isinstance(names, str) else names)
+        except ValueError as exc:
+            raise RolloutError(f"@pytest.mark.rollout(analyzers=...): {exc}") from None
+        allow = kwargs.get("allow_unconsumed")
+        golden = kwargs.get("golden")
+        return cls(
+            golden=None if golden is None else str(golden),
+            ignore=tuple(kwargs.get("ignore", ())),
+            drop_keys=tuple(kwargs.get("drop_keys", ())),
+            mode=None if mode is None else Mode(mode),
+            allow_unconsumed=None if allow is None else bool(allow),
+            replay=kwargs.get("replay") is not False,
+            redact=None if redact is None else RedactionMode(redact),
+            analyzers=frozenset(analyzers),
+        )
