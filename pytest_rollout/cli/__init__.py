@@ -1,0 +1,46 @@
+"""The ``rollout`` command: forensics on rollout files outside pytest.
+
+Exit status: 0 when the answer is "no difference", 1 when differences were found, 2 when an
+input could not be loaded or the arguments are wrong (a refusal is one line, never a
+traceback). For ``check``, a golden that does not match its receipt (or whose receipt is
+corrupt) is a difference; a file without a receipt is not. For ``audit verify``, a broken hash
+chain, or one that does not end at the head hash given, is a difference.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, TextIO
+
+from ..errors import RolloutError
+from ..safety.sanitize import sanitize
+from .commands import COMMANDS, EXIT_ERROR, Usage
+from .parser import build_parser
+
+__all__ = ["entry", "main"]
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the ``rollout`` command; returns the exit status."""
+    out = sys.stdout if out is None else out
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = COMMANDS[args.command](args, out)
+        return status
+    except RolloutError as exc:
+        print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    except Usage as exc:
+        print(f"rollout {args.command}: error: {sanitize(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def entry() -> NoReturn:
+    """The console script."""
+    # A terminal or log that cannot encode some character must not end the report in a
+    # traceback (an ASCII or cp1252 stdout meets "—" or a CJK tool argument).
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    sys.exit(main())

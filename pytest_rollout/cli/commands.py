@@ -1,0 +1,277 @@
+"""The ``rollout`` subcommands: each takes the parsed arguments and where to print, and
+returns the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TextIO
+
+from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from ..diff.drift import drift_report
+from ..diff.integrity import IntegrityReport
+from ..diff.integrity import check as check_integrity
+from ..diff.report import Labels, render_divergence, render_header, render_score
+from ..diff.timeline import parse_step_range, render_show
+from ..errors import RolloutError
+from ..format.loader import load, loads, read_rollout_bytes
+from ..replay.fork import fork as fork_run
+from ..safety.audit import AuditCheck, AuditError, verify_audit
+from ..safety.receipt import (
+    Receipt,
+    ReceiptStatus,
+    Verification,
+    make_receipt,
+    receipt_path,
+    short_digest,
+    verify,
+    write_receipt,
+)
+from ..safety.sanitize import excerpt, sanitize, terminal_json
+from ..view.command import view_command
+
+__all__ = ["COMMANDS", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
+
+EXIT_SAME = 0
+EXIT_DIFFERENT = 1
+EXIT_ERROR = 2
+
+_RULES_DIGEST = re.compile(r"[0-9a-f]{64}")
+_HEAD = re.compile(r"(?:sha256:)?([0-9a-f]{16,64})")
+_HEAD_SHOWN = 16
+
+
+class Usage(Exception):
+    """A wrong argument found after parsing: one line on stderr, exit status 2."""
+
+
+def _fork(args: argparse.Namespace, out: TextIO) -> int:
+    result = fork_run(
+        load(args.file).events,
+        args.step,
+        format=args.format,
+        include_system=args.include_system,
+        include_tool_calls=args.include_tool_calls,
+        include_tool_results=args.include_tool_results,
+    )
+    out.write(terminal_json(result.to_json_obj()) + "\n")
+    return EXIT_SAME
+
+
+_RECEIPT_FAILURES = frozenset({ReceiptStatus.MISMATCH, ReceiptStatus.CORRUPT})
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    checked: list[tuple[str, IntegrityReport, Verification]] = []
+    refused = False
+    for path in args.files:
+        try:
+            # One read: the bytes checked against the receipt are the bytes loaded.
+            data = read_rollout_bytes(path)
+            report = check_integrity(loads(data, path=path).events)
+        except RolloutError as exc:
+            # One refused file does not hide the verdict on the others.
+            print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
+            refused = True
+            continue
+        verification = verify(Path(path), data)
+        checked.append((path, report, verification))
+        if not args.json:
+            out.write("\n".join(_check_lines(path, report, verification)) + "\n")
+    if args.json:
+        files = [
+            {"path": path, **report.to_json_obj(), "receipt": verification.to_json_obj()}
+            for path, report, verification in checked
+        ]
+        out.write(terminal_json({"files": files}) + "\n")
+    if refused:
+        return EXIT_ERROR
+    clean = all(
+        report.matched and verification.status not in _RECEIPT_FAILURES
+        for _, report, verification in checked
+    )
+    return EXIT_SAME if clean else EXIT_DIFFERENT
+
+
+def _check_lines(path: str, report: IntegrityReport, verification: Verification) -> list[str]:
+    count = len(report.mismatches)
+    verdict = "matched" if report.matched else f"{count} mismatch{'es' if count != 1 else ''}"
+    lines = [
+        f"{sanitize(path)}: {verdict}",
+        f"  events replayed: {report.events}, steps: {report.steps}",
+    ]
+    for m in report.mismatches:
+        call = "(no id)" if m.call_id is None else sanitize(m.call_id)
+        line = "?" if m.line is None else m.line
+        lines.append(f"  step {m.step}, call {call} (line {line}): {sanitize(m.reason)}")
+    lines.append(f"  receipt: {verification.summary()}")
+    if verification.status in _RECEIPT_FAILURES:
+        lines.append(f"  to accept the file as it is now: rollout seal {_shell(path)}")
+    return lines
+
+
+def _shell(path: str) -> str:
+    """``path`` as a shell word that is safe to print."""
+    return sanitize(shlex.quote(path))
+
+
+def _seal(args: argparse.Namespace, out: TextIO) -> int:
+    mode: str | None = args.redaction_mode
+    rules: str | None = args.rules_sha256
+    if mode is not None and not mode:
+        raise Usage("--redaction-mode must not be empty")
+    if rules and not _RULES_DIGEST.fullmatch(rules):
+        raise Usage("--rules-sha256 must be 64 lowercase hex digits (or empty: unknown)")
+    sealing: list[tuple[str, Receipt]] = []
+    for path in args.files:
+        try:
+            data = read_rollout_bytes(path)
+            loads(data, path=path)  # only a file the loader accepts is sealed
+        except RolloutError as exc:
+            print(f"rollout: error: {sanitize(str(exc))}", file=sys.stderr)
+            continue
+        # A receipt that still reads (even one that no longer matches) keeps its settings.
+        previous = verify(Path(path), data).receipt
+        receipt = make_receipt(
+            data,
+            redaction_mode=mode or (previous.redaction_mode if previous else "unknown"),
+            rules_sha256=rules
+            if rules is not None
+            else (previous.rules_sha256 if previous else ""),
+        )
+        sealing.append((path, receipt))
+    if len(sealing) < len(args.files):
+        print("rollout seal: nothing was sealed", file=sys.stderr)
+        return EXIT_ERROR
+    status = EXIT_SAME
+    for path, receipt in sealing:
+        try:
+            write_receipt(Path(path), receipt)
+        except OSError as exc:
+            where = sanitize(str(receipt_path(Path(path))))
+            print(f"rollout: error: cannot write {where}: {exc.strerror}", file=sys.stderr)
+            status = EXIT_ERROR
+            continue
+        out.write(
+            f"sealed {sanitize(path)} (sha256 {short_digest(receipt.sha256)}, "
+            f"{receipt.events} event{'' if receipt.events == 1 else 's'})\n"
+        )
+    return status
+
+
+def _show(args: argparse.Namespace, out: TextIO) -> int:
+    steps = None
+    if args.step is not None:
+        try:
+            steps = parse_step_range(args.step)
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
+    events = load(args.file).events
+    lines = render_show(events, types=args.type, steps=steps, grep=args.grep)
+    out.write("\n".join(lines) + "\n")
+    return EXIT_SAME
+
+
+def _diff(args: argparse.Namespace, out: TextIO) -> int:
+    options: CanonicalOptions = DEFAULT_OPTIONS
+    if args.ignore or args.drop_key:
+        try:
+            options = options.extended(drop_keys=args.drop_key, ignore_paths=args.ignore)
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
+    run_a = load(args.a)
+    run_b = load(args.b)
+    report = drift_report(run_a.events, run_b.events, options)
+    comparison = report.comparison
+    if args.json:
+        data = {"a": run_a.path, "b": run_b.path, **report.to_json_obj()}
+        out.write(terminal_json(data) + "\n")
+        return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
+    labels = Labels()
+    lines = render_header(report.a_summary, report.b_summary, comparison, labels)
+    lines.append(f"Winner: {render_score(report.score, labels)}")
+    if not comparison.identical:
+        lines.append("")
+        lines.extend(render_divergence(comparison, labels))
+        lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in report.likely_causes)
+    out.write("\n".join(lines) + "\n")
+    return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
+
+
+def _audit(args: argparse.Namespace, out: TextIO) -> int:
+    expected: str | None = None
+    if args.head is not None:
+        match = _HEAD.fullmatch(args.head.strip().lower())
+        if match is None:
+            raise Usage(
+                "--head must be the head hash: 64 hex digits, or sha256: and at least its "
+                "first 16 as printed"
+            )
+        expected = match.group(1)
+    try:
+        check = verify_audit(args.file)
+    except AuditError as exc:
+        print(f"rollout audit: {sanitize(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    out.write("\n".join(_audit_lines(sanitize(args.file), check, expected)) + "\n")
+    if not check.ok:
+        return EXIT_DIFFERENT
+    if expected is not None and not (check.head or "").startswith(expected):
+        return EXIT_DIFFERENT
+    return EXIT_SAME
+
+
+def _audit_lines(name: str, check: AuditCheck, expected: str | None) -> list[str]:
+    n = check.entries
+    if not check.ok:
+        before = (
+            "no entry comes before it"
+            if n == 0
+            else f"the {n} entr{'y' if n == 1 else 'ies'} before it {'is' if n == 1 else 'are'}"
+            " intact"
+        )
+        return [
+            f"{name}:{check.broken_line}: the audit chain breaks at entry {check.broken_line}: "
+            f"{sanitize(check.reason or '')}",
+            f"{name}: {before}",
+        ]
+    wanted = None if expected is None else f"sha256:{expected[:_HEAD_SHOWN]}"
+    if check.head is None:
+        lines = [f"{name}: 0 entries, nothing to verify"]
+        if wanted is not None:
+            lines.append(
+                f"{name}: the file has no entries, not the expected head {wanted} "
+                "(entries were removed from the end)"
+            )
+        return lines
+    head = f"sha256:{check.head[:_HEAD_SHOWN]}"
+    line = f"{name}: {n} entr{'y' if n == 1 else 'ies'}, chain intact, head {head}"
+    if expected is None:
+        return [line]
+    if check.head.startswith(expected):
+        return [f"{line}, as expected"]
+    return [
+        line,
+        f"{name}: the file ends at another entry than the expected head {wanted} "
+        "(entries were removed from the end, or added after it)",
+    ]
+
+
+def _view(args: argparse.Namespace, out: TextIO) -> int:
+    return view_command(args.paths, out=out, target=args.out, serve=args.serve)
+
+
+#: Each subcommand's handler.
+COMMANDS: Final[dict[str, Callable[[argparse.Namespace, TextIO], int]]] = {
+    "diff": _diff,
+    "fork": _fork,
+    "check": _check,
+    "show": _show,
+    "seal": _seal,
+    "audit": _audit,
+    "view": _view,
+}

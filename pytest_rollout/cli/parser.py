@@ -1,0 +1,206 @@
+"""The ``rollout`` command's arguments: one function per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from .. import __version__
+from ..replay.fork import ForkFormat
+from ..safety.sanitize import sanitize
+from .commands import EXIT_ERROR
+
+__all__ = ["build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        # The message can quote arguments (file names) verbatim: sanitize it like any output.
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {sanitize(message)}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``rollout`` and its subcommands."""
+    parser = _Parser(prog="rollout", description="Forensics for agent rollout files.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_diff(commands)
+    _add_fork(commands)
+    _add_check(commands)
+    _add_seal(commands)
+    _add_show(commands)
+    _add_audit(commands)
+    _add_view(commands)
+    return parser
+
+
+def _add_diff(commands: Any) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="compare two rollouts step by step",
+        description="Compare rollout A (the reference) with rollout B and show the first "
+        "step where they part. Exit 0 when identical, 1 when they differ, 2 on bad input.",
+    )
+    diff.add_argument("a", metavar="A.jsonl", help="the reference run (e.g. the golden)")
+    diff.add_argument("b", metavar="B.jsonl", help="the run to check")
+    diff.add_argument(
+        "--ignore",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="also ignore this field, as [TYPE:]path (repeatable), e.g. "
+        "'tool.call.completed:output.fetched_at' or '**.request_id'",
+    )
+    diff.add_argument(
+        "--drop-key",
+        metavar="KEY",
+        action="append",
+        default=[],
+        help="also drop this key from the top level of every event's data (repeatable)",
+    )
+    diff.add_argument(
+        "--json",
+        action="store_true",
+        help="print the drift report as one JSON object (steps added, removed and changed, "
+        "divergent tool calls, cost delta, outcome, score, divergences, likely causes)",
+    )
+
+
+def _add_fork(commands: Any) -> None:
+    fork = commands.add_parser(
+        "fork",
+        help="rebuild the conversation up to a step, as JSON",
+        description="Rebuild the conversation of a rollout up to and including step N and "
+        "print it as JSON, ready to hand to a live model. Rollouts can be untrusted, so the "
+        "system prompt, tool calls and tool results are left out unless asked for.",
+    )
+    fork.add_argument("file", metavar="FILE.jsonl", help="the rollout to fork")
+    fork.add_argument("--step", type=int, required=True, help="the last step to keep")
+    fork.add_argument(
+        "--format",
+        choices=[f.value for f in ForkFormat],
+        default=ForkFormat.NEUTRAL.value,
+        help="message shape: neutral, openai (Chat Completions) or anthropic (Messages)",
+    )
+    fork.add_argument("--include-system", action="store_true", help="keep the system prompt")
+    fork.add_argument(
+        "--include-tool-calls", action="store_true", help="keep the assistant's tool calls"
+    )
+    fork.add_argument(
+        "--include-tool-results", action="store_true", help="keep the tool result messages"
+    )
+
+
+def _add_check(commands: Any) -> None:
+    check = commands.add_parser(
+        "check",
+        help="check that every tool call was announced and completed",
+        description="Check each rollout offline: every tool call answers a call the turn "
+        "before it announced (same name and arguments), every call completes, no call_id is "
+        "reused; and a file with a receipt (FILE.jsonl.receipt) still has the bytes it "
+        "vouches for. Exit 0 when all match, 1 on a mismatch or a receipt that does not "
+        "match (or is corrupt), 2 when a file cannot be loaded. A missing receipt is shown, "
+        "not counted.",
+    )
+    check.add_argument("files", metavar="FILE.jsonl", nargs="+", help="the rollouts to check")
+    check.add_argument("--json", action="store_true", help="print the reports as JSON")
+
+
+def _add_seal(commands: Any) -> None:
+    seal = commands.add_parser(
+        "seal",
+        help="accept rollouts as they are: write their receipts",
+        description="Write a receipt beside each rollout (FILE.jsonl.receipt) that vouches "
+        "for its exact bytes: the explicit way to accept a deliberate hand edit of a golden. "
+        "Each file is validated by the loader first; when any is refused, nothing is sealed. "
+        "A receipt shows a file is unchanged since it was sealed, not who sealed it. "
+        "Exit 0 when sealed, 2 on bad input.",
+    )
+    seal.add_argument("files", metavar="FILE.jsonl", nargs="+", help="the rollouts to seal")
+    seal.add_argument(
+        "--redaction-mode",
+        metavar="MODE",
+        help="the redaction mode the file was recorded with "
+        "(default: the existing receipt's, else 'unknown')",
+    )
+    seal.add_argument(
+        "--rules-sha256",
+        metavar="HEX",
+        help="the sha256 of the redaction rules it was recorded with "
+        "(default: the existing receipt's, else empty: unknown)",
+    )
+
+
+def _add_show(commands: Any) -> None:
+    show = commands.add_parser(
+        "show",
+        help="print a rollout as a readable timeline, with its totals",
+        description="Print one line per event (step, seq, type and what it did), then the "
+        "totals of the whole run. Filters choose which events are listed.",
+    )
+    show.add_argument("file", metavar="FILE.jsonl", help="the rollout to show")
+    show.add_argument(
+        "--type",
+        metavar="TYPE",
+        action="append",
+        default=[],
+        help="only events of this type, exact or a dotted prefix such as 'tool.' (repeatable)",
+    )
+    show.add_argument("--step", metavar="N|A-B", help="only this step, or this range of steps")
+    show.add_argument(
+        "--grep", metavar="TEXT", help="only events whose JSON contains TEXT (any case)"
+    )
+
+
+def _add_audit(commands: Any) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="verify an audit trail's hash chain",
+        description="Work with the audit trail (<rollout_dir>/<YYYY-MM-DD>/audit.jsonl).",
+    )
+    audit_commands = audit.add_subparsers(
+        dest="audit_command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+    audit_verify = audit_commands.add_parser(
+        "verify",
+        help="check that no entry was edited, deleted, inserted or moved",
+        description="Walk the hash chain of an audit file and report the first entry that "
+        "breaks it, or print its head (the last entry's hash). Exit 0 when the chain is "
+        "intact, 1 when it breaks (or does not end at --head), 2 when the file cannot be "
+        "read. This is tamper detection, not prevention: anyone who can write the file can "
+        "rewrite the whole chain so that it verifies again, and deleting entries from the "
+        "end leaves a shorter chain that still verifies. Both are detected only against a "
+        "head hash you kept somewhere the writer cannot change: pass it as --head.",
+    )
+    audit_verify.add_argument("file", metavar="FILE", help="the audit file (audit.jsonl)")
+    audit_verify.add_argument(
+        "--head",
+        metavar="HASH",
+        help="the head hash you kept: the chain must end at it (64 hex digits, or "
+        "sha256:<first 16 or more>, as printed)",
+    )
+
+
+def _add_view(commands: Any) -> None:
+    view = commands.add_parser(
+        "view",
+        help="look at rollouts in a browser",
+        description="Write one self-contained HTML page showing the rollouts (a file, every "
+        "*.jsonl under a directory, or two files and their difference) and print its path; "
+        "with --serve, serve it on 127.0.0.1 instead, behind a random token.",
+    )
+    view.add_argument(
+        "paths", metavar="FILE|DIR", nargs="+", help="a rollout, a directory, or two rollouts"
+    )
+    view.add_argument(
+        "--out",
+        metavar="PATH",
+        help="where to write the page (default: a new file in the temporary directory)",
+    )
+    view.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the page on 127.0.0.1 (a free port) until interrupted, instead of writing it",
+    )
