@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import gc
 import hashlib
 import os
@@ -583,6 +584,21 @@ def _run(sizes: list[int], repeat: int, deep_size: int, deep_repeat: int, direct
     gc.collect()
 
     verdicts: list[tuple[str, bool]] = []
+    _report_load_diff(pairs, sizes, repeat, verdicts)
+    _report_deepdiff(pairs[deep_size], deep_size, repeat, deep_repeat, verdicts)
+    _report_recording(record, verdicts)
+
+    print("\nsummary")
+    for name, ok in verdicts:
+        print(f"   {_verdict(ok)}  {name}")
+    failures = sum(not ok for _, ok in verdicts)
+    return 1 if failures else 0
+
+
+def _report_load_diff(
+    pairs: dict[int, _Pair], sizes: list[int], repeat: int, verdicts: list[tuple[str, bool]]
+) -> None:
+    """Section 1: load+diff against the floor, at each size."""
     print(
         "\n1. load+diff vs the floor (floor: read + split + orjson.loads both files;"
         "\n   load+diff: load both, compare, summarize + score both)"
@@ -595,10 +611,10 @@ def _run(sizes: list[int], repeat: int, deep_size: int, deep_repeat: int, direct
         per_event = pair.a.stat().st_size / pair.events_a
         t_floor, t_diff, t_floor_same, t_same = _interleaved(
             [
-                lambda p=pair: floor(p.a, p.b),
-                lambda p=pair: load_diff(p.a, p.b),
-                lambda p=pair: floor(p.a, p.same),
-                lambda p=pair: load_diff(p.a, p.same),
+                functools.partial(floor, pair.a, pair.b),
+                functools.partial(load_diff, pair.a, pair.b),
+                functools.partial(floor, pair.a, pair.same),
+                functools.partial(load_diff, pair.a, pair.same),
             ],
             repeat,
         )
@@ -627,7 +643,11 @@ def _run(sizes: list[int], repeat: int, deep_size: int, deep_repeat: int, direct
     if TARGET_DIFF_SIZE not in sizes:
         print(f"   (the target applies at {TARGET_DIFF_SIZE} events: not measured)")
 
-    pair = pairs[deep_size]
+
+def _report_deepdiff(
+    pair: _Pair, deep_size: int, repeat: int, deep_repeat: int, verdicts: list[tuple[str, bool]]
+) -> None:
+    """Section 2: whole-list DeepDiff against ours."""
     t_deep = bench_deepdiff(pair, deep_repeat)
     t_ours = _best(lambda: load_diff(pair.a, pair.b), max(repeat, 3))
     speedup = t_deep / t_ours
@@ -641,6 +661,9 @@ def _run(sizes: list[int], repeat: int, deep_size: int, deep_repeat: int, direct
         verdict = f"{_verdict(ok)} (target >= {TARGET_DEEPDIFF_SPEEDUP:.0f}x)"
     print(f"   speed-up: {speedup:.0f}x  {verdict}")
 
+
+def _report_recording(record: dict[str, float], verdicts: list[tuple[str, bool]]) -> None:
+    """Section 3: recording, per event, against a bare dumps."""
     ratio = record["file"] / record["dumps"]
     ok = ratio <= TARGET_RECORD_RATIO
     verdicts.append((f"recording <= {TARGET_RECORD_RATIO:.0f}x a bare dumps", ok))
@@ -657,12 +680,6 @@ def _run(sizes: list[int], repeat: int, deep_size: int, deep_repeat: int, direct
         f"us an event for the secret scan, not part of the target)"
     )
     print(f"   {_verdict(ok)} (target <= {TARGET_RECORD_RATIO:.0f}x, writing a file)")
-
-    print("\nsummary")
-    for name, ok in verdicts:
-        print(f"   {_verdict(ok)}  {name}")
-    failures = sum(not ok for _, ok in verdicts)
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,7 +11,10 @@ from weather_agent import ScriptedModel, convert_temperature, get_weather, run_a
 
 from pytest_rollout import RolloutSession, Turn
 
-TOOLS = {"get_weather": get_weather, "convert_temperature": convert_temperature}
+TOOLS: dict[str, Callable[..., Any]] = {
+    "get_weather": get_weather,
+    "convert_temperature": convert_temperature,
+}
 
 
 @pytest.mark.parametrize(
