@@ -1,9 +1,9 @@
-"""The README's SDK tests, run as written: recorded against the fake service, then replayed
-with the service switched off.
+"""The SDK tests of docs/sdk-agents.md, run as written: recorded against the fake service,
+then replayed with the service switched off.
 
-The README's tests build their clients with no ``transport=``, so they would reach the real
+The page's tests build their clients with no ``transport=``, so they would reach the real
 service when recording; here a ``conftest.py`` puts the scripted fake where the network
-transport would be, which is all a test of the README's code needs.
+transport would be, which is all a test of the page's code needs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ HERE: Final = Path(__file__).parent
 
 _BLOCK: Final = re.compile(r"```python\n# (test_\w+\.py)\n(.*?)```", re.DOTALL)
 
-#: Which fake service each README test talks to.
+#: The page that shows one test per SDK, each in a block that starts with its file name.
+PAGE: Final = ROOT / "docs" / "sdk-agents.md"
+
+#: Which fake service each documented test talks to.
 SERVICES: Final = {
     "test_openai_agent": "openai.chat",
     "test_responses_agent": "openai.responses",
@@ -55,20 +58,20 @@ def fake_service(request, monkeypatch):
 """
 
 
-def readme_tests() -> dict[str, str]:
-    """The README's SDK test files, by file name."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return dict(_BLOCK.findall(readme))
+def documented_tests() -> dict[str, str]:
+    """The SDK test files shown in docs/sdk-agents.md, by file name."""
+    page = PAGE.read_text(encoding="utf-8")
+    return dict(_BLOCK.findall(page))
 
 
-def test_the_readme_shows_one_test_per_sdk() -> None:
-    assert sorted(readme_tests()) == sorted(f"{name}.py" for name in SERVICES)
+def test_the_docs_show_one_test_per_sdk() -> None:
+    assert sorted(documented_tests()) == sorted(f"{name}.py" for name in SERVICES)
 
 
-def test_the_readme_sdk_tests_record_and_replay_offline(
+def test_the_documented_sdk_tests_record_and_replay_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = {name.removesuffix(".py"): source for name, source in readme_tests().items()}
+    files = {name.removesuffix(".py"): source for name, source in documented_tests().items()}
     pytester.makepyfile(
         fake_models=(HERE / "fake_models.py").read_text(encoding="utf-8"),
         conftest=CONFTEST.format(services=SERVICES) + CLOSE_LEFTOVER_LOOP,
