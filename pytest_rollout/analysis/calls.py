@@ -18,8 +18,9 @@ from ..format.events import (
     TOOL_CALL_STARTED,
     Event,
 )
+from ..format.jsonable import json_copy as plain
 from .handlers import Analyzer, Emitted, Handler
-from .values import canonical_or_none, plain, whole
+from .values import canonical_or_none, whole
 
 __all__ = ["Antipattern", "ErrorChain", "RepeatedCalls", "find_antipatterns"]
 

@@ -24,9 +24,10 @@ from ..format.events import (
     RUN_STARTED,
     TOOL_DECISION,
 )
+from ..format.jsonable import json_copy as plain
 from ..sdk.pricing import model_entry
 from .handlers import Analyzer, Emitted, Handler
-from .values import finite, plain, tool_names, whole
+from .values import finite, tool_names, whole
 
 __all__ = ["ContextWindow", "CostAnomaly", "RequestEnvelope", "RunContext", "ToolDecisions"]
 

@@ -10,11 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-import orjson
-
 from ..diff.canonical import canonical_bytes
 
-__all__ = ["canonical_or_none", "finite", "plain", "tool_names", "whole"]
+__all__ = ["canonical_or_none", "finite", "tool_names", "whole"]
 
 
 def whole(value: object, minimum: int) -> TypeGuard[int]:
@@ -31,15 +29,6 @@ def finite(value: object) -> float | None:
     except OverflowError:  # an int too large for a float
         return None
     return number if math.isfinite(number) else None
-
-
-def plain(value: Any) -> Any:
-    """A copy of ``value`` as JSON would hold it (what a recorded run gives back), or
-    ``value`` itself when JSON cannot hold it."""
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except TypeError:  # orjson.JSONEncodeError: not JSON (a set, an int beyond 64 bits...)
-        return value
 
 
 def canonical_or_none(value: Any) -> bytes | None:

@@ -25,7 +25,9 @@ import orjson
 __all__ = [
     "encode_payload",
     "encode_with_placeholders",
+    "json_copy",
     "json_default",
+    "text_default",
     "to_json_data",
     "to_json_data_or_placeholder",
 ]
@@ -47,6 +49,14 @@ def json_default(value: Any) -> Any:
     if callable(dump):
         return dump(mode="json")
     raise TypeError(f"cannot record a value of type {type(value).__name__}")
+
+
+def text_default(value: Any) -> Any:
+    """orjson's ``default`` for records that keep everything readable (the audit trail):
+    any mapping as a dict, anything else JSON cannot hold as its ``str()``."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
 
 
 def _placeholder(value: Any) -> str:
@@ -110,3 +120,12 @@ def to_json_data_or_placeholder(value: Any) -> Any:
         return to_json_data(value)
     except Exception:
         return _placeholder(value)
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of ``value`` as JSON would hold it (what a recorded run gives back), or
+    ``value`` itself when JSON cannot hold it (a set, an integer beyond 64 bits, ...)."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:  # orjson.JSONEncodeError
+        return value

@@ -67,7 +67,6 @@ class RolloutPlugin:
             for t in found or ()
         )
         self.collection_failed = False
-        self.explained: list[str] | None = None  # the last snapshot report given to pytest
         self._redactors: dict[RedactionMode, Redactor] = {}
         try:
             self.redactor_for(settings.redaction)  # a bad user rule stops the session now
@@ -336,8 +335,8 @@ class RolloutPlugin:
             return report
         item.stash[CALL_REPORT_KEY] = report
         excinfo = call.excinfo
-        explained, self.explained = self.explained, None
-        if explained and report.failed and _asserted(excinfo, explained[0]):
+        explained = self._snapshot_report(item, excinfo) if report.failed else None
+        if explained is not None:
             assert excinfo is not None
             report.longrepr = self._whole(explained, excinfo)  # a snapshot's report, uncut
             return report
@@ -358,6 +357,22 @@ class RolloutPlugin:
         elif engine.replay_started and (report.passed or report.failed):
             self._report_divergence(item, engine, report, excinfo)
         return report
+
+    def _snapshot_report(
+        self, item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None
+    ) -> list[str] | None:
+        """The whole report of a failed ``x == snapshot`` with the rollout extension, when
+        that is what the test failed on (syrupy keeps the failed execution on the test's
+        snapshot fixture, whatever its name)."""
+        snapshot = sys.modules.get("pytest_rollout.plugin.snapshot")  # the extension in use
+        if snapshot is None or excinfo is None:
+            return None
+        funcargs: dict[str, Any] = getattr(item, "funcargs", {})
+        for value in funcargs.values():
+            lines = snapshot.explain_snapshot(self.config, value, funcargs.get("rollout"))
+            if lines and _asserted(excinfo, lines[0]):
+                return list(lines)
+        return None
 
     def _failed_on_golden(
         self, engine: Engine, excinfo: pytest.ExceptionInfo[BaseException] | None
@@ -404,9 +419,9 @@ class RolloutPlugin:
             return None
         snapshot = sys.modules.get("pytest_rollout.plugin.snapshot")  # the extension in use
         if snapshot is not None:
-            self.explained = snapshot.explain_snapshot(config, left, right)
-            if self.explained is not None:
-                return self.explained
+            explained: list[str] | None = snapshot.explain_snapshot(config, left, right)
+            if explained is not None:
+                return explained
         session, golden = (left, right) if isinstance(left, RolloutSession) else (right, left)
         if not isinstance(session, RolloutSession) or not isinstance(golden, GoldenRef):
             return None

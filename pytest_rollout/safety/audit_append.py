@@ -20,6 +20,7 @@ from typing import Any, Final
 import orjson
 
 from ..format.files import FILE_MODE, sync_directory
+from ..format.jsonable import text_default
 from .audit_entry import (
     AUDIT_EVENT_TYPES,
     GENESIS,
@@ -47,17 +48,10 @@ _APPEND_FLAGS: Final = (
 )
 
 
-def _jsonable(value: Any) -> Any:
-    """orjson's ``default``: any mapping as a dict, anything else it cannot encode as text."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    return str(value)
-
-
 def _plain_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     """``payload`` as the JSON object it will read back as, so its hash is the one verified."""
     try:
-        data = orjson.dumps(dict(payload), default=_jsonable, option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(dict(payload), default=text_default, option=orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError as exc:
         raise ValueError(f"the audit payload cannot be encoded as JSON: {exc}") from None
     plain: dict[str, Any] = orjson.loads(data)
