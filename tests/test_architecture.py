@@ -16,7 +16,7 @@ LAYERS = (
     ("diff",),
     ("replay",),
     ("sdk",),
-    ("analysis",),
+    ("analysis", "otel"),
     ("session",),
     ("view",),
     ("plugin", "cli"),
