@@ -36,7 +36,7 @@ from .features import (
     display,
     is_worker,
 )
-from .settings import MarkerOptions, Settings
+from .settings import HookSettings, MarkerOptions, Settings
 from .summary import write_summary
 from .tally import Tally
 
@@ -49,6 +49,7 @@ CALL_REPORT_KEY: Final = pytest.StashKey[pytest.TestReport]()
 #: The failure report of a test, rendered once: the report, the HTML page and the CI log
 #: all show these lines.
 FAILURE_KEY: Final = pytest.StashKey[list[str]]()
+_NO_HOOKS: Final = HookSettings()
 
 
 class RolloutPlugin:
@@ -67,7 +68,7 @@ class RolloutPlugin:
             for t in found or ()
         )
         self.collection_failed = False
-        self._redactors: dict[RedactionMode, Redactor] = {}
+        self._redactors: dict[tuple[RedactionMode, HookSettings], Redactor] = {}
         try:
             self.redactor_for(settings.redaction)  # a bad user rule stops the session now
         except RolloutError as exc:
@@ -95,12 +96,17 @@ class RolloutPlugin:
             self.prune = PrunePlugin(config, s.golden_dir, self.unused)
             manager.register(self.prune, PrunePlugin.name)
 
-    def redactor_for(self, mode: RedactionMode) -> Redactor:
-        found = self._redactors.get(mode)
+    def redactor_for(self, mode: RedactionMode, hooks: HookSettings = _NO_HOOKS) -> Redactor:
+        """The redactor of ``mode`` with the ini key's rules and what the test's hooks add
+        (built once for each combination: compiling the rules is not free)."""
+        key = (mode, dataclasses.replace(hooks, ignore=()))
+        found = self._redactors.get(key)
         if found is None:
             s = self.settings
-            found = self._redactors[mode] = Redactor(
-                mode, extra_rules=s.redact_rules, extra_keys=s.redact_keys
+            found = self._redactors[key] = Redactor(
+                mode,
+                extra_rules=(*s.redact_rules, *hooks.redact_rules),
+                extra_keys=(*s.redact_keys, *hooks.redact_keys),
             )
         return found
 
@@ -169,10 +175,8 @@ class RolloutPlugin:
             return marker.mode
         return self.settings.mode
 
-    def _options_for(self, item: pytest.Item, marker: MarkerOptions) -> CanonicalOptions:
-        extra: list[str] = [*self.settings.ignore, *marker.ignore]
-        for found in item.config.hook.pytest_rollout_ignore(config=item.config, item=item):
-            extra.extend(found or ())
+    def _options_for(self, marker: MarkerOptions, hooks: HookSettings) -> CanonicalOptions:
+        extra = [*self.settings.ignore, *marker.ignore, *hooks.ignore]
         return DEFAULT_OPTIONS.extended(ignore_paths=extra, drop_keys=marker.drop_keys)
 
     def _run_path(self, path: Path, run_id: str) -> tuple[Path | None, int | None]:
@@ -187,9 +191,10 @@ class RolloutPlugin:
     def session_for(self, item: pytest.Item) -> RolloutSession:
         s = self.settings
         marker = self.marker_for(item)
+        hooks = HookSettings.from_item(item)
         mode = self._mode_for(marker)
         path = self.golden_for(item)
-        redactor = self.redactor_for(marker.redact or s.redaction)
+        redactor = self.redactor_for(marker.redact or s.redaction, hooks)
         analyzers = s.analyzers
         if marker.analyzers:
             enabled = analyzers.enabled | marker.analyzers
@@ -211,7 +216,7 @@ class RolloutPlugin:
             run_display=None if run_path is None else self._display(run_path),
             golden=golden,
             golden_error=golden_error,
-            options=self._options_for(item, marker),
+            options=self._options_for(marker, hooks),
             allow_unconsumed=s.allow_unconsumed if allow is None else allow,
             error_types=self.error_types,
             missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),

@@ -30,7 +30,7 @@ from ..sdk.pricing import PRICES, Price, parse_price
 from ..session.mode import Mode
 from .options import REDACTION_MODES
 
-__all__ = ["MARKER_DOC", "MarkerOptions", "Settings"]
+__all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rule"]
 
 MARKER_DOC: Final = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
@@ -164,35 +164,26 @@ def _redaction(config: pytest.Config) -> RedactionMode:
 
 
 def _redact_rules(config: pytest.Config) -> tuple[Rule, ...]:
-    lines = [str(line) for line in config.getini("rollout_redact_patterns")]
-    lines.extend(
-        f"{label}={pattern}"
-        for found in config.hook.pytest_rollout_redact_patterns(config=config)
-        for label, pattern in found or ()
-    )
-    return tuple(_rule(line) for line in lines)
-
-
-def _rule(line: str) -> Rule:
-    label, sep, pattern = line.partition("=")
-    if not sep or not label.strip() or not pattern.strip():
-        raise pytest.UsageError(
-            f"rollout_redact_patterns: write each rule as LABEL=REGEX, got {line!r}"
-        )
+    """The ini key's rules (the hooks' rules are asked for per test: see ``HookSettings``)."""
     try:
-        return Rule(label.strip(), pattern.strip())
-    except RolloutError as exc:
+        return tuple(parse_rule(str(line)) for line in config.getini("rollout_redact_patterns"))
+    except ValueError as exc:
         raise pytest.UsageError(f"rollout_redact_patterns: {exc}") from None
 
 
+def parse_rule(line: str) -> Rule:
+    """A ``LABEL=REGEX`` redaction rule; ``ValueError`` says what is wrong with it."""
+    label, sep, pattern = line.partition("=")
+    if not sep or not label.strip() or not pattern.strip():
+        raise ValueError(f"write each rule as LABEL=REGEX, got {line!r}")
+    try:
+        return Rule(label.strip(), pattern.strip())
+    except RolloutError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _redact_keys(config: pytest.Config) -> tuple[str, ...]:
-    keys = [str(k) for k in config.getini("rollout_redact_keys")]
-    keys.extend(
-        str(k)
-        for found in config.hook.pytest_rollout_redact_keys(config=config)
-        for k in found or ()
-    )
-    return tuple(keys)
+    return tuple(str(k) for k in config.getini("rollout_redact_keys"))
 
 
 def _prices(config: pytest.Config) -> Mapping[str, Price]:
@@ -320,3 +311,34 @@ class MarkerOptions:
             redact=None if redact is None else RedactionMode(redact),
             analyzers=frozenset(analyzers),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class HookSettings:
+    """What the ``pytest_rollout_*`` hooks add for one test, asked through the test's own
+    path-scoped hooks: a conftest counts for the tests below it, never for its siblings."""
+
+    redact_rules: tuple[Rule, ...] = ()
+    redact_keys: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    @classmethod
+    def from_item(cls, item: pytest.Item) -> HookSettings:
+        """The hooks' answers for ``item``; a bad rule is a ``RolloutError`` for this test."""
+        hook, config = item.ihook, item.config
+        rules: list[Rule] = []
+        for found in hook.pytest_rollout_redact_patterns(config=config):
+            for label, pattern in found or ():
+                try:
+                    rules.append(parse_rule(f"{label}={pattern}"))
+                except ValueError as exc:
+                    raise RolloutError(f"pytest_rollout_redact_patterns: {exc}") from None
+        keys = [
+            str(k) for found in hook.pytest_rollout_redact_keys(config=config) for k in found or ()
+        ]
+        ignore = [
+            str(p)
+            for found in hook.pytest_rollout_ignore(config=config, item=item)
+            for p in found or ()
+        ]
+        return cls(tuple(rules), tuple(keys), tuple(ignore))
