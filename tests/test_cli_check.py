@@ -313,7 +313,10 @@ def hostile_run(path: Path) -> Path:
                 {"call_id": "::error::" + EVIL, "name": "##vso[" + EVIL, "arguments": {"k": EVIL}},
             ),
             ("tool.call.started", {"call_id": "\n::error::" + EVIL, "name": EVIL, "arguments": {}}),
-            ("tool.call.completed", {"call_id": "##[group]" + EVIL, "name": EVIL, "error": EVIL}),
+            (
+                "tool.call.completed",
+                {"call_id": "##[group]" + EVIL, "name": EVIL, "error": {"message": EVIL}},
+            ),
             ("tool.call.completed", {"call_id": "c2", "name": "::" + EVIL, "output": EVIL}),
             ("run.failed", {"error": {"class": EVIL, "message": EVIL}}),
         ],

@@ -382,7 +382,10 @@ def write_hostile(path: Path, variant: str) -> Path:
             },
         ),
         ("tool.call.started", {"step": 1, "name": "##[group]" + EVIL, "arguments": {EVIL: EVIL}}),
-        ("tool.call.completed", {"step": 1, "name": EVIL, "error": EVIL + variant}),
+        (
+            "tool.call.completed",
+            {"step": 1, "name": EVIL, "error": {"class": EVIL, "message": EVIL + variant}},
+        ),
         ("tool.call.completed", {"step": 1, "name": EVIL, "output": {EVIL: [EVIL]}}),
         ("::set-output name=x::" + EVIL, {"step": 1, EVIL: EVIL}),
         ("run.completed", {"step": 1, "outcome": "::error::" + EVIL + variant, "output": EVIL}),

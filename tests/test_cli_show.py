@@ -251,6 +251,31 @@ def test_refused_file(trip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert err.startswith(f"rollout: error: {bad}:6: step must be an integer from 0 to ")
 
 
+def test_a_run_cut_short_is_shown_as_far_as_it_got(trip: Path, tmp_path: Path) -> None:
+    # What a crash leaves of a flight recorder's file: no terminal event, a cut last line.
+    lines = trip.read_bytes().splitlines(keepends=True)
+    partial = tmp_path / "trip.jsonl.partial"
+    partial.write_bytes(b"".join(lines[:8]) + lines[8][:30])
+    code, text = show(partial)
+    assert code == 0
+    assert text.startswith(
+        "cut short after event 8: the file ends before the run did\n"
+        "step  seq  type                 detail\n"
+    )
+    assert "   1    7  tool.call.completed  get_weather raised LookupError" in text
+    assert "  outcome: incomplete" in text
+
+
+def test_other_commands_still_refuse_a_run_cut_short(
+    trip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = trip.read_bytes().splitlines(keepends=True)
+    partial = tmp_path / "trip.jsonl.partial"
+    partial.write_bytes(b"".join(lines[:8]))
+    assert main(["diff", str(trip), str(partial)], out=io.StringIO()) == 2
+    assert "no terminal event" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

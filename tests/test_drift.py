@@ -197,3 +197,19 @@ def test_rollout_diff_json(tmp_path: Path) -> None:
     same = io.StringIO()
     assert main(["diff", a, a, "--json"], out=same) == 0
     assert json.loads(same.getvalue())["matched"] is True
+
+
+def test_tools_and_names_of_the_wrong_type_do_not_break_the_report() -> None:
+    # Events built in memory, past the loader and its schema.
+    def events(tools: Any, name: Any, content: str) -> tuple[Event, ...]:
+        return (
+            Event(0, "t", "run.started", {"tools": tools}, 0),
+            Event(1, "t", "llm.turn.started", {"step": 1, "messages": 3}, 1),
+            Event(2, "t", "tool.call.completed", {"step": 1, "name": name, "output": {}}, 1),
+            Event(3, "t", "llm.turn.completed", {"step": 2, "content": content}, 2),
+            Event(4, "t", "run.completed", {"step": 2}, 2),
+        )
+
+    report = drift_report(events(0, ["x"], "a"), events(["a"], ["x"], "b"))
+    assert report.comparison.first is not None
+    assert report.to_json_obj()["likely_causes"] == []

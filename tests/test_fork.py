@@ -271,3 +271,36 @@ def test_fork_inside_a_test_uses_the_golden() -> None:
         golden=Rollout("g.jsonl", EVENTS),
     )
     assert session.fork(1).messages == fork(EVENTS, 1).messages
+
+
+def _off_schema(*events: tuple[str, int, dict[str, Any]]) -> tuple[Event, ...]:
+    """Events built in memory, past the loader and its schema."""
+    return tuple(Event(seq, "t", kind, data, step) for seq, (kind, step, data) in enumerate(events))
+
+
+@pytest.mark.parametrize("shape", ["neutral", "openai", "anthropic"])
+def test_messages_and_tool_calls_of_the_wrong_type_are_read_as_none(shape: str) -> None:
+    events = _off_schema(
+        ("run.started", 0, {}),
+        ("llm.turn.started", 1, {"messages": 3}),
+        ("llm.turn.completed", 1, {"content": "hi", "tool_calls": 3}),
+        ("run.completed", 1, {}),
+    )
+    result = fork(events, 1, format=shape, include_tool_calls=True, include_tool_results=True)
+    assert [m["role"] for m in result.messages] == ["assistant"]
+
+
+def test_a_file_the_schema_refuses_is_exit_2_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(
+        b'{"ts":"t","seq":0,"type":"run.started","data":{}}\n'
+        b'{"ts":"t","seq":1,"type":"llm.turn.started","data":{"step":1,"messages":3}}\n'
+        b'{"ts":"t","seq":2,"type":"run.completed","data":{}}\n'
+    )
+    assert main(["fork", str(path), "--step", "1"], out=io.StringIO()) == 2
+    assert capsys.readouterr().err == (
+        f"rollout: error: {path}:2: data.messages must be an array, a string or null, "
+        "got an integer\n"
+    )

@@ -67,10 +67,10 @@ def nested(levels: int, leaf: Any) -> Any:
 
 
 def refuse(
-    data: bytes, limits: Limits | None = None, path: str = "run.jsonl"
+    data: bytes, limits: Limits | None = None, path: str = "run.jsonl", *, tolerant: bool = False
 ) -> RolloutFormatError:
     with pytest.raises(RolloutFormatError) as info:
-        loads(data, path=path, limits=limits or Limits())
+        loads(data, path=path, limits=limits or Limits(), tolerant=tolerant)
     return info.value
 
 
@@ -756,3 +756,76 @@ def test_errors_are_importable_from_the_package() -> None:
     assert pytest_rollout.RolloutFormatError is RolloutFormatError
     assert pytest_rollout.RolloutError is RolloutError
     assert RolloutFormatError.__module__ == "pytest_rollout"
+
+
+# -- invalid UTF-8 is named as such ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "byte", "column"),
+    [
+        (b'{"x":"ab\xffc"}', "0xff", 74),
+        (b'{"x":"\xed\xa0\xbd"}', "0xed", 72),  # an encoded surrogate
+        (b'{"x":"\xc0\xaf"}', "0xc0", 72),  # an overlong encoding
+    ],
+)
+def test_invalid_utf8_names_the_byte_and_its_column(raw: bytes, byte: str, column: int) -> None:
+    err = refuse(with_middle(body(1, raw)))
+    check(err, "run.jsonl", 2, f"line is not valid UTF-8 (byte {byte} at column {column})")
+    assert "surrogates not allowed" not in err.reason
+
+
+# -- depth and elements are counted outside strings ------------------------------------------
+
+
+def test_brackets_and_commas_inside_strings_count_for_nothing() -> None:
+    text = "[{," * 40_000 + '\\"' + "]}" * 100
+    line = ev(1, "note", {"text": text, "list": [[]] * 10, "deep": nested(98, 1)})
+    assert len(loads(with_middle(line)).events) == 3
+
+
+def test_many_empty_containers_within_the_limits_are_accepted() -> None:
+    line = ev(1, "note", {"v": [{}] * 99_990})
+    assert loads(with_middle(line)).events[1].data["v"] == [{}] * 99_990
+    err = refuse(with_middle(ev(1, "note", {"v": [{}] * 100_000})))
+    check(err, "run.jsonl", 2, "more than 100000 JSON elements in one line")
+
+
+def test_depth_is_refused_past_the_limit_among_many_shallow_values() -> None:
+    deep = ev(1, "note", {"wide": [[1]] * 1000, "deep": nested(99, "[[[")})
+    check(refuse(with_middle(deep)), "run.jsonl", 2, "JSON nesting deeper than 100 levels")
+    fits = ev(1, "note", {"wide": [[1]] * 1000, "deep": nested(98, "]]]")})
+    assert loads(with_middle(fits)).events
+
+
+# -- a tolerant load of a run cut short ------------------------------------------------------
+
+
+def test_a_strict_load_refuses_a_run_cut_short() -> None:
+    check(refuse(doc(START, turn(1, 1))), "run.jsonl", 2, "no terminal event")
+    check(refuse(START + b"\n" + turn(1, 1)[:-5]), "run.jsonl", 2, "invalid JSON")
+
+
+def test_a_tolerant_load_keeps_the_whole_events_of_a_run_cut_short() -> None:
+    cut = doc(START, turn(1, 1)) + turn(2, 2)[:-7]  # the last line was being written
+    rollout = loads(cut, tolerant=True)
+    assert [e.seq for e in rollout.events] == [0, 1]
+    assert rollout.cut_short_after == 2
+    no_end = loads(doc(START, turn(1, 1), turn(2, 2)), tolerant=True)
+    assert no_end.cut_short_after == 3
+    whole = loads(doc(START, turn(1, 1), done(2)), tolerant=True)
+    assert whole.cut_short_after is None
+    assert loads(doc(START, turn(1, 1), done(2))).cut_short_after is None
+
+
+def test_a_tolerant_load_is_strict_about_everything_else(tmp_path: Path) -> None:
+    # A whole last line without its newline is kept, and judged like any other line.
+    unterminated = loads(doc(START, turn(1, 1), end=b""), tolerant=True)
+    assert unterminated.cut_short_after == 2
+    bad_middle = doc(START, b"{not json", turn(2, 1)) + b"{cut"
+    check(refuse(bad_middle, tolerant=True), "run.jsonl", 2, "invalid JSON")
+    check(refuse(b"{cut", tolerant=True), "run.jsonl", None, "no events")
+    check(refuse(doc(ev(0, "note")), tolerant=True), "run.jsonl", 1, "the first event must be")
+    path = tmp_path / "run.jsonl.partial"
+    path.write_bytes(doc(START, turn(1, 1)) + b'{"ts":')
+    assert load(path, tolerant=True).cut_short_after == 2

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_rollout import Limits, Rollout, RolloutFormatError, loads
+from pytest_rollout.format.schema import SCHEMA, schema_problem
 
 MIB = 1024 * 1024
 FUZZ = settings(
@@ -175,7 +176,7 @@ def oracle(data: bytes, limits: Limits) -> list[tuple[Any, ...]] | tuple[str, in
         if terminal or len(events) >= limits.events or (events and obj["seq"] <= events[-1][0]):
             return ("refused", lineno)
         new_step = _oracle_step(etype, raw_step, step, not events, limits)
-        if new_step is None:
+        if new_step is None or schema_problem(etype, obj["data"]) is not None:
             return ("refused", lineno)
         step = new_step
         terminal = etype in ("run.completed", "run.failed")
@@ -394,15 +395,21 @@ SAFE_VALUES = st.recursive(
 )
 
 
+TYPED_KEYS = frozenset(field.key for fields in SCHEMA.values() for field in fields)
+
+
 @st.composite
 def valid_rollouts(draw: st.DrawFn) -> tuple[bytes, list[tuple[Any, ...]]]:
     """Bytes of a valid rollout and the events (seq, ts, type, data, step, line) it holds."""
     planned: list[tuple[str, dict[str, Any], int]] = []  # (type, data, effective step)
 
     def extra() -> dict[str, Any]:
+        # Free-form keys only: the typed fields of the core types have tests of their own.
         return draw(
             st.dictionaries(
-                st.text(max_size=5).filter(lambda k: k != "step"), SAFE_VALUES, max_size=3
+                st.text(max_size=5).filter(lambda k: k != "step" and k not in TYPED_KEYS),
+                SAFE_VALUES,
+                max_size=3,
             )
         )
 

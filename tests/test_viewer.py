@@ -269,12 +269,46 @@ def test_a_missing_file_is_a_notice(tmp_path: Path) -> None:
     assert entry["name"] == "nope.jsonl"
 
 
-def test_a_truncated_file_is_a_notice(tmp_path: Path) -> None:
+def test_a_run_cut_short_is_shown_as_far_as_it_got(tmp_path: Path) -> None:
+    # What a crash leaves: no terminal event, and a last line cut in the middle.
     data = record_trip(tmp_path / "trip.jsonl").read_bytes()
     lines = data.splitlines(keepends=True)
-    entry = run_entry("cut.jsonl", data=b"".join(lines[:-1]))
+    cut = b"".join(lines[:-2]) + lines[-2][:20]
+    entry = run_entry("cut.jsonl.partial", data=cut)
+    kept = len(lines) - 2
+    assert entry["notice"] == f"cut short after event {kept}: the file ends before the run did"
+    assert len(entry["events"]) == kept
+    assert entry["totals"]["outcome"] == "incomplete"
+    page = render_page("cut", [entry])
+    assert "cut short after event" in page
+
+
+def test_a_diff_still_refuses_a_run_cut_short(tmp_path: Path) -> None:
+    path = record_trip(tmp_path / "trip.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    entry = diff_entry(str(path), "cut.jsonl", name="n", run=b"".join(lines[:-1]))
     assert "no terminal event" in entry["notice"]
-    assert entry["notice"].startswith(f"cut.jsonl:{len(lines) - 1}: ")
+    assert entry["comparison"] is None
+
+
+def test_token_totals_past_2_53_still_make_a_page(tmp_path: Path) -> None:
+    turn = orjson.dumps(
+        {
+            "ts": "t",
+            "seq": 1,
+            "type": "llm.turn.completed",
+            "data": {"step": 1, "usage": {"input_tokens": 2**53, "output_tokens": 2**53}},
+        }
+    )
+    lines = [
+        b'{"ts":"t","seq":0,"type":"run.started","data":{}}',
+        *(turn.replace(b'"seq":1', b'"seq":%d' % n) for n in range(1, 2100)),
+        b'{"ts":"t","seq":3000,"type":"run.completed","data":{}}',
+    ]
+    entry = run_entry("big.jsonl", data=b"\n".join(lines))
+    assert entry["notice"] is None
+    assert entry["totals"]["input_tokens"] == float(2099 * 2**53)  # past 2**64 as a sum
+    assert page_data("big", [entry])
 
 
 def test_hostile_path_and_notice_are_one_line_and_encodable(tmp_path: Path) -> None:

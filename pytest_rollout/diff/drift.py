@@ -247,8 +247,10 @@ def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
     names = None if started is None else started.data.get("tools")
     request = _first(events, LLM_TURN_STARTED)
     schemas = None if request is None else request.data.get("tools")
+    # The loader's schema makes ``names`` a list of strings; events built in memory are
+    # read as safely (anything else counts as no list of names).
     return (
-        None if names is None else canonical_bytes(sorted(map(str, names))),
+        canonical_bytes(sorted(map(str, names))) if isinstance(names, list) else None,
         None if schemas is None else canonical_bytes(schemas),
     )
 
@@ -257,9 +259,10 @@ def _system_prompt_hash(events: Sequence[Event]) -> str | None:
     request = _first(events, LLM_TURN_STARTED)
     if request is None:
         return None
+    messages = request.data.get("messages")
     system = [
         m.get("content")
-        for m in request.data.get("messages") or ()
+        for m in (messages if isinstance(messages, list) else ())
         if isinstance(m, Mapping) and m.get("role") == "system"
     ]
     return hashlib.sha256(canonical_bytes(system)).hexdigest() if system else None
@@ -300,9 +303,11 @@ def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str
     prompt_a, prompt_b = _system_prompt_hash(a), _system_prompt_hash(b)
     if prompt_a is not None and prompt_b is not None and prompt_a != prompt_b:
         causes.append(f"the system prompt changed (sha256 {prompt_a[:12]} -> {prompt_b[:12]})")
-    results_b = {(e.step, e.data.get("name"), n): e for n, e in enumerate(_results_before(b, step))}
+    results_b = {
+        (e.step, str(e.data.get("name")), n): e for n, e in enumerate(_results_before(b, step))
+    }
     for n, event in enumerate(_results_before(a, step)):
-        other = results_b.get((event.step, event.data.get("name"), n))
+        other = results_b.get((event.step, str(event.data.get("name")), n))
         if other is None or "output" not in event.data or "output" not in other.data:
             continue
         if _shape(event.data["output"]) != _shape(other.data["output"]):

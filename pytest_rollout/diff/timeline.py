@@ -21,6 +21,7 @@ from .score import RunSummary, summarize
 from .text import format_cost
 
 __all__ = [
+    "cut_short_line",
     "event_matches",
     "parse_step_range",
     "render_show",
@@ -125,6 +126,12 @@ def render_totals(summary: RunSummary) -> list[str]:
         f"  cost: {cost}",
         f"  outcome: {excerpt(summary.outcome, TYPE_LIMIT)}",
     ]
+
+
+def cut_short_line(kept: int) -> str:
+    """What ``rollout show`` and the viewer say about a run whose file was cut short (a
+    crash, or a run still going): ``kept`` whole events were read, and nothing after them."""
+    return f"cut short after event {kept}: the file ends before the run did"
 
 
 def render_show(

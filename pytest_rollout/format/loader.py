@@ -5,9 +5,16 @@ rule is checked and every refusal is one :class:`~pytest_rollout.RolloutFormatEr
 the file, the 1-based line and the reason. Parsing is done by orjson, which already refuses
 NaN, Infinity, overflowing floats, lone surrogates, a byte order mark and invalid UTF-8; the
 two things it would accept silently (integers beyond 64 bits become floats, a duplicate key
-keeps its last value) are detected here. Depth and element limits are checked on the raw
-bytes before a long line is parsed, so hostile input cannot make the parser build a huge
-object, and no check recurses.
+keeps its last value) are detected here. Element limits are checked on the raw bytes before
+a long line is parsed, so hostile input cannot make the parser build a huge object, and the
+depth limit is checked on the line's brackets after it parsed: both with a handful of C calls
+on bytes, never by walking the parsed values, so a file within the limits costs about what
+parsing it costs. Each core event's data is then checked against the typed schema of
+:mod:`.schema`, so code reading a loaded rollout can trust the types of its fields.
+
+A *tolerant* load (``tolerant=True``) reads a file that was cut short, as a crash leaves it:
+an unparseable last line without its newline is left out, and a missing terminal event is
+accepted; the :class:`Rollout` says so in ``cut_short_after``. Everything else is as strict.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from ..errors import RolloutFormatError
 from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
 from .files import Unreadable, read_regular
 from .gcpause import collector_paused
+from .schema import CHECKS, json_kind, schema_problem
 
 __all__ = ["Limits", "Rollout", "load", "loads", "read_rollout_bytes"]
 
@@ -50,15 +58,6 @@ _MAX_INT: Final = 2**64 - 1
 # search for \d{19} cost most of a bulk load).
 _DIGITS_TO_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
 _NINETEEN_ZEROS: Final = b"0" * 19
-# One counted JSON element per match: any filler (string literals, possibly unterminated,
-# empty containers, scalars, whitespace) up to a comma, the opening of a non-empty container
-# (group 1) or the end of the line. Possessive quantifiers and the end-of-line alternatives
-# keep every match linear and stack-free: no backtracking, no retry from later positions.
-_ELEMENT: Final = re.compile(
-    rb'(?:"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|[\[{][ \t\r\n]*+[\]}]|[^"\[{,])*+'
-    rb"(?:([,\[{])|\Z)",
-    re.DOTALL,
-)
 # A run of JSON whitespace, newlines included: blank lines are skipped by one match.
 _JSON_WHITESPACE: Final = re.compile(rb"[ \t\r\n]*+")
 _REQUIRED: Final = (("ts", str), ("seq", int), ("type", str), ("data", dict))
@@ -66,10 +65,16 @@ _REQUIRED: Final = (("ts", str), ("seq", int), ("type", str), ("data", dict))
 
 @dataclass(frozen=True, slots=True)
 class Rollout:
-    """A loaded rollout: its source path and its events in file order."""
+    """A loaded rollout: its source path and its events in file order.
+
+    ``cut_short_after`` is ``None`` for a whole run. A tolerant load of a file that was cut
+    short (no terminal event, or an incomplete last line that was left out) sets it to the
+    number of whole events kept.
+    """
 
     path: str
     events: tuple[Event, ...]
+    cut_short_after: int | None = None
 
     @property
     def steps(self) -> int:
@@ -81,25 +86,63 @@ class _Refusal(Exception):
     """Internal: a line was refused; carries the reason until the line number is known."""
 
 
-def load(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> Rollout:
+def load(
+    path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS, tolerant: bool = False
+) -> Rollout:
     """Load and validate a rollout file.
 
     Raises :class:`RolloutFormatError` for anything that breaks the file format or a loader limit
     (docs/file-format.md), including files that are not regular files (FIFOs, devices,
-    directories), which are refused on the opened handle without blocking.
+    directories), which are refused on the opened handle without blocking. ``tolerant``:
+    accept a file that was cut short (see :func:`loads`).
     """
     name = os.fspath(path)
-    return loads(read_rollout_bytes(name, limits=limits), path=name, limits=limits)
+    data = read_rollout_bytes(name, limits=limits)
+    return loads(data, path=name, limits=limits, tolerant=tolerant)
 
 
-def loads(data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS) -> Rollout:
-    """Validate rollout ``data`` (the bytes of a whole file); ``path`` names it in errors."""
+def loads(
+    data: bytes,
+    *,
+    path: str = "<bytes>",
+    limits: Limits = DEFAULT_LIMITS,
+    tolerant: bool = False,
+) -> Rollout:
+    """Validate rollout ``data`` (the bytes of a whole file); ``path`` names it in errors.
+
+    ``tolerant``: accept a run that was cut short, as a crash leaves its file: a last line
+    that does not end with a newline and does not parse is left out, and a run without its
+    terminal event is accepted. The result's ``cut_short_after`` then says how many whole
+    events were kept (``None``: the run was whole). Every other rule is as strict.
+    """
     if len(data) > limits.total_bytes:
         raise RolloutFormatError(
             path, None, f"file is {len(data)} bytes, over the {limits.total_bytes}-byte limit"
         )
+    cut = False
+    if tolerant:
+        data, cut = _without_cut_line(data, limits)
     with collector_paused():
-        return Rollout(path, _parse_events(data, path, limits))
+        events = _parse_events(data, path, limits, tolerant)
+    ended = bool(events) and events[-1].type in TERMINAL_TYPES
+    cut_short = len(events) if cut or not ended else None
+    return Rollout(path, events, cut_short)
+
+
+def _without_cut_line(data: bytes, limits: Limits) -> tuple[bytes, bool]:
+    """``data`` without its last line when that line was cut: no newline after it, and it
+    does not parse as JSON (a whole last line without its newline is kept)."""
+    if not data or data.endswith(b"\n"):
+        return data, False
+    start = data.rfind(b"\n") + 1
+    last = data[start:]
+    if not last.strip(b" \t\r") or len(last) > limits.line_bytes:
+        return data, False
+    try:
+        orjson.loads(last)
+    except orjson.JSONDecodeError:
+        return data[:start], True
+    return data, False
 
 
 def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
@@ -115,7 +158,7 @@ def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT
         raise RolloutFormatError(name, None, exc.reason) from None
 
 
-def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
+def _parse_events(data: bytes, path: str, limits: Limits, tolerant: bool) -> tuple[Event, ...]:
     """The events of a whole file, each line checked as docs/file-format.md says.
 
     A hot loop over up to 100,000 lines: the common line (as the recorder writes it) is
@@ -136,6 +179,7 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
     bracket_line = 2 * limits.depth
     max_step = limits.max_step
     terminals = TERMINAL_TYPES
+    checks = CHECKS
     for lineno, raw in _content_lines(data):
         # The fast path accepts exactly what the strict path accepts; anything unusual
         # (including every refusal) takes the strict path, which says what is wrong.
@@ -175,6 +219,9 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
                 )
             ):
                 assert type(payload) is dict
+                check = checks.get(etype)
+                if check is not None and (problem := check(payload)) is not None:
+                    raise RolloutFormatError(path, lineno, problem)
                 step = step if raw_step is _ABSENT else raw_step
                 last_seq = seq
                 terminal_line = lineno if etype in terminals else 0
@@ -187,7 +234,7 @@ def _parse_events(data: bytes, path: str, limits: Limits) -> tuple[Event, ...]:
         last_seq = event.seq
         terminal_line = lineno if event.type in terminals else 0
         append(event)
-    _check_ending(events, terminal_line, path)
+    _check_ending(events, terminal_line, path, tolerant)
     return tuple(events)
 
 
@@ -219,14 +266,17 @@ def _strict_event(raw: bytes, lineno: int, path: str, limits: Limits, at: _Posit
             path, lineno, f"seq {seq} does not increase (previous seq was {at.last_seq})"
         )
     step = _event_step(etype, payload, at.step, not at.events, path, lineno, limits)
+    problem = schema_problem(etype, payload)
+    if problem is not None:
+        raise RolloutFormatError(path, lineno, problem)
     return Event(seq, ts, etype, payload, step, lineno)
 
 
-def _check_ending(events: list[Event], terminal_line: int, path: str) -> None:
-    """Refuse a file without events, or one whose run never ended."""
+def _check_ending(events: list[Event], terminal_line: int, path: str, tolerant: bool) -> None:
+    """Refuse a file without events, or (unless ``tolerant``) one whose run never ended."""
     if not events:
         raise RolloutFormatError(path, None, "no events: the file is empty")
-    if not terminal_line:
+    if not terminal_line and not tolerant:
         raise RolloutFormatError(
             path,
             events[-1].line,
@@ -288,10 +338,10 @@ def _parse_line(raw: bytes, limits: Limits, loads_: Any) -> Any:
     try:
         obj = loads_(raw)
     except orjson.JSONDecodeError as exc:
-        raise _Refusal(f"invalid JSON at column {exc.colno}: {_decode_reason(exc)}") from None
+        raise _Refusal(_decode_reason(raw, exc)) from None
     # Depth needs one bracket per level: a line with few brackets cannot be too deep.
     if raw.count(b"[") + raw.count(b"{") > limits.depth:
-        _check_depth(obj, limits)
+        _check_depth(raw, limits)
     if raw.translate(_DIGITS_TO_ZERO).find(_NINETEEN_ZEROS) >= 0 or b"\\u003" in raw:
         _check_exactly(raw)
     elif raw.count(b":") != _colons(obj):
@@ -310,40 +360,84 @@ def _colons(obj: Any) -> int:
         return -1
 
 
-def _decode_reason(exc: orjson.JSONDecodeError) -> str:
+def _decode_reason(raw: bytes, exc: orjson.JSONDecodeError) -> str:
     reason = exc.msg
     if "byte order mark" in reason:
-        return "a UTF-8 byte order mark is not allowed"
-    return reason
+        return f"invalid JSON at column {exc.colno}: a UTF-8 byte order mark is not allowed"
+    if "UTF-8" in reason:
+        # orjson says "surrogates not allowed" at column 1 for any invalid byte: find it.
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            byte = raw[bad.start]
+            return f"line is not valid UTF-8 (byte 0x{byte:02x} at column {bad.start + 1})"
+        return "line is not valid UTF-8"
+    return f"invalid JSON at column {exc.colno}: {reason}"
+
+
+#: Bytes that only matter to the shape of a line, with the brackets made one kind: the
+#: depth check peels ``()`` pairs, one level a pass.
+_BRACKETS: Final = bytes.maketrans(b"[{]}", b"(())")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_JSON_SPACE: Final = b" \t\r\n"
+
+
+def _structure(raw: bytes, max_strings: int) -> bytes | None:
+    """``raw`` with every string literal replaced by ``0`` and whitespace removed: what is
+    left are the line's structural characters, so counts on it are exact for valid JSON.
+
+    All in C: escapes (``\\\\``, then ``\\"``) are removed, after which every quote
+    opens or closes a string, so splitting on quotes alternates between the outside and the
+    inside of strings. ``None`` when the line holds more than ``max_strings`` quotes
+    (splitting would cost memory per string; the caller decides without it).
+    """
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    if raw.count(b'"') > 2 * max_strings:
+        return None
+    if b'"' in raw:
+        raw = b"0".join(raw.split(b'"')[::2])
+    return raw.translate(None, _JSON_SPACE)
 
 
 def _check_element_count(raw: bytes, limits: Limits) -> None:
-    # Commas plus container openings, strings included, bound the count from above.
-    if raw.count(b",") + raw.count(b"[") + raw.count(b"{") < limits.elements:
+    """Refuse a line of more than ``limits.elements`` JSON elements, before it is parsed.
+
+    The root, plus one element per child of a non-empty container: one more than its
+    commas. Commas and openings on the raw bytes, less the empty ``[]`` and ``{}``, bound
+    that from above (strings only add to it); only a line that this bound cannot clear is
+    counted exactly, on its structure (:func:`_structure`).
+    """
+    limit = limits.elements
+    openings = raw.count(b"[") + raw.count(b"{")
+    if raw.count(b",") + openings - raw.count(b"[]") - raw.count(b"{}") < limit:
         return
-    # Children of non-empty containers are one more than their commas; plus the root.
-    # Stop as soon as the limit is passed, so hostile lines cost at most `elements` steps.
-    elements = 1
-    for match in _ELEMENT.finditer(raw):
-        if match.lastindex is not None:
-            elements += 1
-            if elements > limits.elements:
-                raise _Refusal(f"more than {limits.elements} JSON elements in one line")
+    # Each element is at most two string literals (a key and its value), four quotes.
+    shape = _structure(raw, 2 * limit + 2)
+    if shape is None:
+        raise _Refusal(f"more than {limit} JSON elements in one line")
+    openings = shape.count(b"[") + shape.count(b"{")
+    empty = shape.count(b"[]") + shape.count(b"{}")
+    if 1 + shape.count(b",") + openings - empty > limit:
+        raise _Refusal(f"more than {limit} JSON elements in one line")
 
 
-def _check_depth(obj: Any, limits: Limits) -> None:
-    # Only containers are levels (a scalar inside the 100th container is at depth 100), as
-    # the bracket count that decides whether to call this assumes.
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if type(node) is dict:
-            node = node.values()
-        elif type(node) is not list:
-            continue
-        if depth > limits.depth:
-            raise _Refusal(f"JSON nesting deeper than {limits.depth} levels")
-        stack.extend((child, depth + 1) for child in node)
+def _check_depth(raw: bytes, limits: Limits) -> None:
+    """Refuse a (parsed, so valid) line nested deeper than ``limits.depth``.
+
+    Only containers are levels (a scalar inside the 100th container is at depth 100). Its
+    brackets, outside strings, are peeled one level a pass (every innermost ``()`` at once,
+    in C); what is left after ``depth`` passes is deeper than that.
+    """
+    shape = _structure(raw, len(raw))
+    assert shape is not None
+    brackets = shape.translate(_BRACKETS, _NOT_BRACKETS)
+    for peeled in range(limits.depth):
+        if len(brackets) <= 2 * (limits.depth - peeled):
+            return  # a balanced run of 2k brackets nests at most k deep
+        brackets = brackets.replace(b"()", b"")
+    if brackets:
+        raise _Refusal(f"JSON nesting deeper than {limits.depth} levels")
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -375,13 +469,13 @@ def _check_exactly(raw: bytes) -> None:
 
 def _envelope(obj: Any) -> tuple[str, int, str, dict[str, Any]]:
     if type(obj) is not dict:
-        raise _Refusal(f"expected a JSON object, got {_json_kind(obj)}")
+        raise _Refusal(f"expected a JSON object, got {json_kind(obj)}")
     for key, kind in _REQUIRED:
         if key not in obj:
             raise _Refusal(f'missing field "{key}"')
         value = obj[key]
         if type(value) is not kind:
-            raise _Refusal(f'field "{key}" must be {_KIND_NAMES[kind]}, got {_json_kind(value)}')
+            raise _Refusal(f'field "{key}" must be {_KIND_NAMES[kind]}, got {json_kind(value)}')
     seq: int = obj["seq"]
     if seq < 0:
         raise _Refusal(f"seq must not be negative, got {seq}")
@@ -431,22 +525,6 @@ def _event_step(
 
 
 _KIND_NAMES: Final = {str: "a string", int: "an integer", dict: "an object"}
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _short_text(text: str) -> str:

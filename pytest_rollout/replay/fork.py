@@ -86,6 +86,12 @@ def _outcome(events: Sequence[Event]) -> str:
     return "incomplete"
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` if it is a list, else no items. The loader's schema already holds a loaded
+    rollout's messages and tool calls to lists (or a placeholder string, or null)."""
+    return value if isinstance(value, list) else []
+
+
 def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
     """The conversation up to and including ``step``, every part included."""
     messages: list[dict[str, Any]] = []
@@ -94,7 +100,7 @@ def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
         if event.step > step and not opening:  # the opening request belongs to step 0 too
             break
         if event.type == LLM_TURN_STARTED:
-            for message in event.data.get("messages") or ():
+            for message in _list(event.data.get("messages")):
                 if not isinstance(message, Mapping):
                     continue
                 role = message.get("role")
@@ -103,7 +109,7 @@ def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
         elif event.type == LLM_TURN_COMPLETED:
             calls = [
                 {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments") or {}}
-                for c in event.data.get("tool_calls") or ()
+                for c in _list(event.data.get("tool_calls"))
                 if isinstance(c, Mapping)
             ]
             messages.append(

@@ -22,6 +22,7 @@ from ..diff.drift import DriftReport, Verdict, drift_report
 from ..diff.failure import render_verdict, score_sentence
 from ..diff.report import describe_event
 from ..diff.score import RunSummary, summarize
+from ..diff.timeline import cut_short_line
 from ..errors import RolloutError
 from ..format.events import Event
 from ..format.loader import Rollout, load, loads
@@ -49,15 +50,35 @@ def _entry_id(kind: str, *parts: str) -> str:
     return f"{kind}-{digest.hexdigest()[:16]}"
 
 
-def _load(path: str, data: bytes | None) -> tuple[Rollout | None, str | None]:
-    """The rollout, or the one-line reason it was refused (``file:line: reason``)."""
+def _load(
+    path: str, data: bytes | None, *, tolerant: bool = False
+) -> tuple[Rollout | None, str | None]:
+    """The rollout, or the one-line reason it was refused (``file:line: reason``).
+
+    ``tolerant``: a run cut short (a crash's partial file) is loaded as far as it got, with
+    a notice saying so.
+    """
     try:
-        rollout = load(path) if data is None else loads(data, path=path)
+        if data is None:
+            rollout = load(path, tolerant=tolerant)
+        else:
+            rollout = loads(data, path=path, tolerant=tolerant)
     except RolloutError as exc:  # RolloutFormatError says file:line: reason itself
         return None, sanitize(str(exc))
     except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte
         return None, sanitize(f"{path}: cannot read: {exc}")
+    if rollout.cut_short_after is not None:
+        return rollout, cut_short_line(rollout.cut_short_after)
     return rollout, None
+
+
+def _count(value: int) -> int | float:
+    """A total for the page: JSON numbers past 2**53 are not exact in the browser anyway,
+    and orjson writes no integer past 64 bits, so a larger sum goes as a float."""
+    return value if value <= _EXACT else float(value)
+
+
+_EXACT: Final = 2**53
 
 
 def _totals(summary: RunSummary) -> dict[str, Any]:
@@ -69,8 +90,8 @@ def _totals(summary: RunSummary) -> dict[str, Any]:
             "by_name": [[name, count] for name, count in summary.tool_calls.most_common()],
         },
         "errors": summary.errors,
-        "input_tokens": summary.input_tokens,
-        "output_tokens": summary.output_tokens,
+        "input_tokens": _count(summary.input_tokens),
+        "output_tokens": _count(summary.output_tokens),
         "cost_usd": summary.cost_usd,
         "outcome": summary.outcome,
     }
@@ -110,7 +131,9 @@ def run_entry(
     status: str | None = None,
     data: bytes | None = None,
 ) -> dict[str, Any]:
-    """A run for the page, loaded with the strict loader (from ``data`` when given).
+    """A run for the page, loaded with the loader (from ``data`` when given), tolerant of a
+    run cut short: that one is shown as far as it got, its ``notice`` saying "cut short
+    after event N".
 
     The dict: ``kind`` ``"run"``, ``id`` (stable: a digest of name and path), ``name``
     (default: the file name), ``path``, ``status`` (e.g. ``"passed"``, ``"failed"``,
@@ -121,7 +144,7 @@ def run_entry(
     ``[seq, step, type, description, data]`` row per event (none when refused). Never
     raises for a bad, missing or special file.
     """
-    rollout, notice = _load(path, data)
+    rollout, notice = _load(path, data, tolerant=True)
     return _run_entry(path, rollout, notice, name, status)
 
 
