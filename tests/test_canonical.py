@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_rollout.diff.canonical import (
     DEFAULT_DROP_KEYS,
@@ -220,6 +222,107 @@ def test_malformed_ignore_path_is_refused(text: str) -> None:
 )
 def test_ignore_path_matching(pattern: str, path: tuple[Any, ...], matches: bool) -> None:
     assert IgnorePath.parse(pattern).matches("any.type", path) is matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("**.**.z", ("z",), True),
+        ("**.**.z", ("a", "b", "z"), True),
+        ("a.**.**", ("a",), True),
+        ("a.**.**", ("a", 1, "b"), True),
+        ("**.*", (), False),
+        ("**.*", ("a",), True),
+        ("*.**", ("a", "b", "c"), True),
+        ("**.a.**.a", ("a",), False),
+        ("**.a.**.a", ("a", "a"), True),
+        ("**.a.**.a", ("x", "a", "y", "z", "a"), True),
+        ("**.a.**.a", ("x", "a", "y", "z", "a", "b"), False),
+        ("a.**.b.**.c", ("a", "b", "c"), True),
+        ("a.**.b.**.c", ("a", "c", "b", "x", "c"), True),
+        ("a.**.b.**.c", ("a", "c", "b"), False),
+        ("**[0]", ("a", 0), True),
+        ("**[0]", ("a", "0"), False),
+        ("*.*.*", ("a", "b"), False),
+        ("*.*.*", ("a", 1, "c"), True),
+    ],
+)
+def test_ignore_path_matching_of_tricky_globs(
+    pattern: str, path: tuple[Any, ...], matches: bool
+) -> None:
+    assert IgnorePath.parse(pattern).matches("any.type", path) is matches
+
+
+def test_a_run_of_double_stars_is_one() -> None:
+    assert IgnorePath.parse("x:**.**.**.a.**.**") == IgnorePath("x", ("**", "a", "**"))
+
+
+def _reference(pattern: tuple[str | int, ...], path: tuple[str | int, ...]) -> bool:
+    """The definition of a match, tried every way (exponential: small inputs only)."""
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_reference(rest, path[i:]) for i in range(len(path) + 1))
+    return bool(path) and head in ("*", path[0]) and _reference(rest, path[1:])
+
+
+_PATTERN_SEGMENTS = st.sampled_from(["**", "*", "a", "b", 0, 1])
+_PATH_SEGMENTS = st.sampled_from(["a", "b", "c", 0, 1, "0"])
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(_PATTERN_SEGMENTS, min_size=1, max_size=7),
+    st.lists(_PATH_SEGMENTS, max_size=7),
+)
+def test_matching_agrees_with_the_definition(
+    pattern: list[str | int], path: list[str | int]
+) -> None:
+    assert IgnorePath(None, tuple(pattern)).matches("t", tuple(path)) is _reference(
+        tuple(pattern), tuple(path)
+    )
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1, "z": 2}
+    for i in range(depth):
+        value = {f"k{i}": value, "items": [1, {"z": 3}]}
+    return value
+
+
+def test_many_double_stars_against_deep_paths_stay_cheap() -> None:
+    # Tried every way, 200 "**" against 60 segments are more than 10^60 ways; the
+    # matcher keeps at most one position per segment of the pattern instead.
+    deep = tuple(f"k{i}" for i in range(60))
+    stars = IgnorePath(None, ("**",) * 200 + ("nowhere",))
+    assert not stars.matches("t", deep)
+    assert stars.matches("t", (*deep, "nowhere"))
+    alternating = IgnorePath.parse(".".join(["**.*"] * 100) + ".nowhere")
+    assert not alternating.matches("t", deep * 2)
+    assert alternating.matches("t", (*deep * 2, "nowhere"))
+
+
+def _depths_of(value: Any, key: str, depth: int = 1) -> list[int]:
+    """How many segments long the path to each ``key`` in ``value`` is."""
+    if isinstance(value, dict):
+        found = [depth] if key in value else []
+        return found + [d for v in value.values() for d in _depths_of(v, key, depth + 1)]
+    if isinstance(value, list):
+        return [d for v in value for d in _depths_of(v, key, depth + 1)]
+    return []
+
+
+def test_many_double_stars_in_an_ignore_path_strip_deep_events() -> None:
+    never = ".".join(["**"] * 200) + ".nowhere"
+    thirty_deep = ".".join(["**.*"] * 30) + ".z"  # a "z" under 30 segments or more
+    options = CanonicalOptions().extended(ignore_paths=[never, thirty_deep])
+    data = _nested(40)
+    assert sorted(_depths_of(data, "z")) == sorted([*range(3, 43), 41])
+    compared = canonicalize([ev(data=data) for _ in range(15)], options)
+    for event in compared:
+        assert sorted(_depths_of(event.data, "z")) == list(range(3, 31))
+        assert sorted(_depths_of(event.data, "leaf")) == [41]
 
 
 def test_ignore_paths_strip_at_any_depth() -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from command import python_m
+
+from pytest_rollout.cli import main
 
 WEATHER = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"
 _DATA = re.compile(r'<script type="application/json" id="rollout-data">(.*?)</script>', re.S)
@@ -76,3 +82,52 @@ def test_view_of_an_empty_directory_is_an_error(tmp_path: Path) -> None:
     done = python_m("view", tmp_path)
     assert done.returncode == 2
     assert done.stderr == f"rollout: error: no rollout (*.jsonl) under {tmp_path}\n"
+
+
+def _view_in_process(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    out = io.StringIO()
+    status = main(["view", *(str(a) for a in argv)], out=out)
+    return status, out.getvalue(), capsys.readouterr().err
+
+
+def test_view_out_a_directory_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = next(WEATHER.rglob("*.jsonl"))
+    status, out, err = _view_in_process(capsys, golden, "--out", tmp_path)
+    assert (status, out) == (2, "")
+    assert err == f"rollout: error: cannot write the page to {tmp_path}: it is a directory\n"
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("below", "reason"),
+    [("missing/page.html", "No such file or directory"), ("a-file/page.html", "Not a directory")],
+)
+def test_view_out_a_path_that_cannot_be_made_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], below: str, reason: str
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    target = tmp_path / below
+    status, out, err = _view_in_process(capsys, next(WEATHER.rglob("*.jsonl")), "--out", target)
+    assert (status, out) == (2, "")
+    assert err == f"rollout: error: cannot write the page to {target}: {reason}\n"
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32" or os.geteuid() == 0, reason="permissions do not bind root"
+)
+def test_view_out_in_a_read_only_folder_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        target = locked / "page.html"
+        status, _, err = _view_in_process(capsys, WEATHER, "--out", target)
+    finally:
+        locked.chmod(0o700)
+    assert status == 2
+    assert err == f"rollout: error: cannot write the page to {target}: Permission denied\n"
+    assert list(locked.iterdir()) == []

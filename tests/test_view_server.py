@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import http.client
+import select
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,15 +14,25 @@ import pytest
 
 from pytest_rollout.view.entries import run_entry
 from pytest_rollout.view.page import content_security_policy, page_data
-from pytest_rollout.view.server import DATA_PATH, TOKEN_HEADER, ViewServer
+from pytest_rollout.view.server import DATA_PATH, REQUEST_TIMEOUT, TOKEN_HEADER, ViewServer
 
 GOLDEN = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"
 
 
 @pytest.fixture
 def server() -> Iterator[ViewServer]:
+    yield from _serving()
+
+
+@pytest.fixture
+def impatient() -> Iterator[ViewServer]:
+    """A server that closes a silent connection after 0.2 s."""
+    yield from _serving(timeout=0.2)
+
+
+def _serving(timeout: float = REQUEST_TIMEOUT) -> Iterator[ViewServer]:
     path = next(GOLDEN.rglob("*.jsonl"))
-    running = ViewServer("a title", [run_entry(str(path))])
+    running = ViewServer("a title", [run_entry(str(path))], timeout=timeout)
     thread = threading.Thread(target=running.serve_forever, daemon=True)
     thread.start()
     yield running
@@ -62,17 +74,26 @@ def test_it_listens_on_loopback_and_puts_the_token_in_the_fragment(server: ViewS
     assert len(server.token) >= 40
 
 
+def _locked_down() -> dict[str, str]:
+    """The headers every response carries, whatever its status."""
+    return {
+        "content-security-policy": content_security_policy(),
+        "x-content-type-options": "nosniff",
+        "x-frame-options": "DENY",
+        "referrer-policy": "no-referrer",
+        "cache-control": "no-store",
+        "cross-origin-resource-policy": "same-origin",
+    }
+
+
 def test_the_shell_holds_no_data_and_every_response_is_locked_down(server: ViewServer) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     connection.request("GET", "/")
     response = connection.getresponse()
     body = response.read()
     assert response.status == 200
-    assert response.getheader("Content-Security-Policy") == content_security_policy()
-    assert response.getheader("X-Content-Type-Options") == "nosniff"
-    assert response.getheader("X-Frame-Options") == "DENY"
-    assert response.getheader("Referrer-Policy") == "no-referrer"
-    assert response.getheader("Cache-Control") == "no-store"
+    headers = {name.lower(): value for name, value in response.getheaders()}
+    assert _locked_down().items() <= headers.items()
     assert b"What is the weather" not in body  # the rollout's content is only in the data
 
 
@@ -105,3 +126,113 @@ def test_nothing_is_logged(server: ViewServer, capfd: pytest.CaptureFixture[str]
     captured = capfd.readouterr()
     assert server.token not in captured.out + captured.err
     assert captured.err == ""
+
+
+# -- errors and slow clients: raw bytes on a socket --------------------------------------------
+
+
+def _raw(server: ViewServer, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``request`` as is and read the answer up to the server's close.
+
+    Each request is exactly what the server reads before it answers, so no unread byte makes
+    the close a reset that would lose the answer.
+    """
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+        client.sendall(request)
+        received = b""
+        while chunk := client.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, body
+
+
+_LONG = 65537  # one byte more than a request or header line may hold
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        pytest.param(b"NONSENSE\r\n", 400, id="one-word-request-line"),
+        pytest.param(b"GET / HTTP/1.0 extra\r\n", 400, id="four-word-request-line"),
+        pytest.param(b"GET / FTP/1.0\r\n", 400, id="bad-version"),
+        pytest.param(b"POST /\r\n", 400, id="http-0.9-not-get"),
+        pytest.param(b"GET / HTTP/2.0\r\n", 505, id="http-2"),
+        pytest.param(b"BREW / HTTP/1.0\r\n\r\n", 501, id="unknown-method"),
+        pytest.param(b"TRACE / HTTP/1.0\r\n\r\n", 501, id="trace"),
+        pytest.param(b"POST / HTTP/1.0\r\n\r\n", 405, id="post"),
+        pytest.param(b"OPTIONS * HTTP/1.0\r\n\r\n", 405, id="options"),
+        pytest.param(b"GET /\r\n\r\n", 421, id="http-0.9-get"),
+        pytest.param(b"GET / HTTP/1.0\r\n\r\n", 421, id="no-host"),
+        pytest.param(b"GET /" + b"a" * (_LONG - 5), 414, id="uri-too-long"),
+        pytest.param(
+            b"GET / HTTP/1.0\r\n" + b"X-Big: " + b"a" * (_LONG - 7), 431, id="header-too-long"
+        ),
+        pytest.param(
+            b"GET / HTTP/1.0\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(101)),
+            431,
+            id="too-many-headers",
+        ),
+    ],
+)
+def test_every_error_response_is_locked_down_too(
+    server: ViewServer, request_bytes: bytes, status: int
+) -> None:
+    got, headers, body = _raw(server, request_bytes)
+    assert got == status
+    assert _locked_down().items() <= headers.items()
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    assert headers["content-length"] == str(len(body))
+    if status == 405:
+        assert headers["allow"] == "GET, HEAD"
+
+
+def test_an_error_does_not_echo_the_request(server: ViewServer) -> None:
+    _, _, body = _raw(server, b"<script>alert(1)</script> / HTTP/1.0\r\n\r\n")
+    assert body == b"501 Not Implemented\n"
+
+
+def _closed_by_server(client: socket.socket) -> bool:
+    """Whether the server closed the connection without answering."""
+    try:
+        return client.recv(1) == b""
+    except ConnectionResetError:  # closed while a byte of ours was on its way
+        return True
+
+
+def test_an_idle_connection_is_closed(impatient: ViewServer) -> None:
+    with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as client:
+        assert client.recv(1) == b""  # closed by the server, nothing sent
+
+
+def test_a_request_that_stops_halfway_is_closed(impatient: ViewServer) -> None:
+    with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as client:
+        client.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n")
+        assert client.recv(1) == b""
+
+
+def test_a_request_that_trickles_in_is_closed(impatient: ViewServer) -> None:
+    # A byte every 50 ms never leaves the connection silent for 0.2 s: the request as a
+    # whole is out of time long before its 200 bytes are all sent.
+    request = b"GET / HTTP/1.0\r\nX-Slow: " + b"a" * 200 + b"\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", impatient.port), timeout=10) as client:
+        sent = 0
+        while sent < len(request):
+            client.sendall(request[sent : sent + 1])
+            sent += 1
+            if select.select([client], [], [], 0.05)[0]:
+                break
+        assert _closed_by_server(client)
+    assert sent < len(request)
+
+
+def test_a_timely_request_is_still_answered(impatient: ViewServer) -> None:
+    assert _request(impatient, "/").status == 200
+
+
+def test_the_default_idle_timeout_is_a_few_seconds() -> None:
+    assert 1 <= REQUEST_TIMEOUT <= 30

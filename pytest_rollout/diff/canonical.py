@@ -65,12 +65,30 @@ _SEGMENT: Final = re.compile(r"[^.\[\]]+|\[\d+\]|\[\*\]")
 _PATH: Final = re.compile(r"(?:[^.\[\]]+|\[\d+\]|\[\*\])(?:\.[^.\[\]]+|\[\d+\]|\[\*\])*")
 
 
+#: A set of positions in an ignore path's segments: how far each way of matching has got.
+_States = frozenset[int]
+
+
 @dataclass(frozen=True, slots=True)
 class IgnorePath:
-    """A parsed ignore path: an optional event type, then keys, indexes and wildcards."""
+    """A parsed ignore path: an optional event type, then keys, indexes and wildcards.
+
+    A path is matched one segment at a time, keeping the set of pattern positions reached
+    (each ``**`` may stay where it is or be skipped), so the work per segment is bounded by
+    the pattern's length, however many ``**`` it holds.
+    """
 
     event_type: str | None
     segments: tuple[str | int, ...]
+    #: For each position, the positions it stands for once the ``**`` from it are skipped.
+    _reach: tuple[_States, ...] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        reach: list[_States] = [frozenset({len(self.segments)})]
+        for i in range(len(self.segments) - 1, -1, -1):
+            skipped = reach[-1] if self.segments[i] == "**" else frozenset()
+            reach.append(frozenset({i}) | skipped)
+        object.__setattr__(self, "_reach", tuple(reversed(reach)))
 
     @classmethod
     def parse(cls, text: str) -> IgnorePath:
@@ -93,27 +111,44 @@ class IgnorePath:
                 segments.append("*")
             elif token.startswith("["):
                 segments.append(int(token[1:-1]))
-            else:
-                segments.append(token)
+            elif token != "**" or not segments or segments[-1] != "**":
+                segments.append(token)  # "**.**" is the same run as "**"
         return cls(event_type or None, tuple(segments))
+
+    @property
+    def start(self) -> _States:
+        """The positions before any segment is read."""
+        return self._reach[0]
+
+    def advance(self, states: _States, segment: str | int) -> _States:
+        """The positions reached from ``states`` by reading ``segment`` (empty: nothing
+        below it can match)."""
+        pattern = self.segments
+        end = len(pattern)
+        reached: set[int] = set()
+        for i in states:
+            if i == end:
+                continue
+            head = pattern[i]
+            if head == "**":
+                reached.update(self._reach[i])
+            elif head in ("*", segment):
+                reached.update(self._reach[i + 1])
+        return frozenset(reached)
+
+    def accepts(self, states: _States) -> bool:
+        """Whether the segments read so far make a whole match."""
+        return len(self.segments) in states
 
     def matches(self, event_type: str, path: tuple[str | int, ...]) -> bool:
         if self.event_type is not None and self.event_type != event_type:
             return False
-        return _match(self.segments, path)
-
-
-def _match(pattern: tuple[str | int, ...], path: tuple[str | int, ...]) -> bool:
-    if not pattern:
-        return not path
-    head = pattern[0]
-    if head == "**":
-        return any(_match(pattern[1:], path[i:]) for i in range(len(path) + 1))
-    if not path:
-        return False
-    if head == "*" or head == path[0]:
-        return _match(pattern[1:], path[1:])
-    return False
+        states = self.start
+        for segment in path:
+            states = self.advance(states, segment)
+            if not states:
+                return False
+        return self.accepts(states)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,22 +242,34 @@ def _round_floats(value: Any, digits: int) -> Any:
 _ROUNDED: Final = frozenset({float, dict, list})
 
 
-def _strip_paths(
-    value: Any, event_type: str, paths: tuple[IgnorePath, ...], here: tuple[str | int, ...]
-) -> Any:
+#: The ignore paths that may still match below a value, each with the positions it reached.
+_Live = tuple[tuple[IgnorePath, _States], ...]
+
+
+def _strip_paths(value: Any, live: _Live) -> Any:
+    """``value`` without what ``live`` matches below it. What no path can reach any more
+    is kept as it is, not copied."""
     if type(value) is dict:
-        return {
-            k: _strip_paths(v, event_type, paths, (*here, k))
-            for k, v in value.items()
-            if not any(p.matches(event_type, (*here, k)) for p in paths)
-        }
-    if type(value) is list:
-        return [
-            _strip_paths(v, event_type, paths, (*here, i))
-            for i, v in enumerate(value)
-            if not any(p.matches(event_type, (*here, i)) for p in paths)
-        ]
-    return value
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif type(value) is list:
+        items = enumerate(value)
+    else:
+        return value
+    kept: list[tuple[Any, Any]] = []
+    for segment, item in items:
+        below: list[tuple[IgnorePath, _States]] = []
+        for path, states in live:
+            reached = path.advance(states, segment)
+            if not reached:
+                continue
+            if path.accepts(reached):
+                break
+            below.append((path, reached))
+        else:
+            kept.append((segment, _strip_paths(item, tuple(below)) if below else item))
+    if type(value) is dict:
+        return dict(kept)
+    return [item for _, item in kept]
 
 
 #: A secret redacted in ``hashed`` mode (see :mod:`pytest_rollout.safety.redact`).
@@ -249,7 +296,7 @@ def _compared_data(event: Event, options: CanonicalOptions) -> dict[str, Any]:
     data.pop("step", None)
     paths = options.paths_for(event.type)
     if paths:
-        data = _strip_paths(data, event.type, paths, ())
+        data = _strip_paths(data, tuple((p, p.start) for p in paths))
     return data
 
 

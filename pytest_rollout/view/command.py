@@ -48,7 +48,12 @@ def view_command(
 ) -> int:
     """Write (or serve) the page; returns the exit status."""
     title, entries = collect_entries(paths)
-    refused = sum(1 for e in entries if e.get("notice"))
+    # A run cut short has a notice and still its events: only a refused entry counts here.
+    refused = sum(
+        1
+        for e in entries
+        if e.get("notice") and (e.get("kind") == "diff" or e.get("totals") is None)
+    )
     if serve:
         server = ViewServer(f"rollout view: {title}", entries)
         print(f"serving {len(entries)} rollout(s) on 127.0.0.1 only; open:", file=out)
@@ -61,13 +66,7 @@ def view_command(
             server.shutdown()
         return 0
     page = render_page(f"rollout view: {title}", entries).encode("utf-8")
-    if target is None:
-        fd, name = tempfile.mkstemp(prefix="rollout-view-", suffix=".html")
-        os.close(fd)
-        path = Path(name)
-    else:
-        path = Path(target)
-    atomic_write(path, page)
+    path = _write_page(page, target)
     print(sanitize(str(path)), file=out)
     if refused:
         print(
@@ -75,3 +74,25 @@ def view_command(
             file=out,
         )
     return 0
+
+
+def _write_page(page: bytes, target: str | None) -> Path:
+    """Write the page to ``target`` (a new temporary file when ``None``) and return where.
+
+    A path that cannot be written (a directory, a missing or read-only folder) is a
+    :class:`RolloutError` naming it and the system's reason, never a traceback.
+    """
+    path = None if target is None else Path(target)
+    if path is not None and path.is_dir():
+        raise RolloutError(f"cannot write the page to {path}: it is a directory")
+    try:
+        if path is None:
+            fd, name = tempfile.mkstemp(prefix="rollout-view-", suffix=".html")
+            os.close(fd)
+            path = Path(name)
+        atomic_write(path, page)
+    except OSError as exc:
+        where = tempfile.gettempdir() if path is None else str(path)
+        reason = exc.strerror or type(exc).__name__
+        raise RolloutError(f"cannot write the page to {where}: {reason}") from None
+    return path

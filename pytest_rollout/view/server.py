@@ -8,35 +8,57 @@ The server listens on 127.0.0.1 at a port the system picks, and answers GET and 
   server, and the page's script puts it in that header. Nothing is logged.
 - A request whose ``Host`` is not this server's address (DNS rebinding), that carries a
   body, or that uses another method is refused before anything else is read.
-- Every response carries the page's strict Content-Security-Policy and headers that forbid
-  sniffing, framing, referrers and caching.
+- Every response, refusals and errors included (a malformed request line, an unknown
+  method, an over-long URI or header), carries the page's strict Content-Security-Policy and
+  headers that forbid sniffing, framing, referrers and caching; an error's body is its status
+  alone, never an echo of the request.
+- A client has :data:`REQUEST_TIMEOUT` seconds from connecting to send its whole request,
+  and as long again to take each write of the answer; past that its connection is closed,
+  so an idle or a trickling client cannot hold one of the server's threads for ever.
 """
 
 from __future__ import annotations
 
 import hmac
+import io
 import secrets
+import socket
+import time
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from .page import content_security_policy, page_data, render_page
 
-__all__ = ["TOKEN_HEADER", "ViewServer"]
+__all__ = ["REQUEST_TIMEOUT", "TOKEN_HEADER", "ViewServer"]
 
 TOKEN_HEADER: Final = "X-Rollout-Token"
 DATA_PATH: Final = "/data.json"
+#: Seconds a client has to send its request (and to take each write of the answer).
+REQUEST_TIMEOUT: Final = 5.0
 
 
 class ViewServer:
-    """The viewer of ``entries`` served on 127.0.0.1 (``port=0``: any free port)."""
+    """The viewer of ``entries`` served on 127.0.0.1 (``port=0``: any free port).
 
-    def __init__(self, title: str, entries: Sequence[Mapping[str, Any]], *, port: int = 0) -> None:
+    ``timeout``: seconds a client has to send its whole request, and to take each write
+    of the answer, before its connection is closed.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        entries: Sequence[Mapping[str, Any]],
+        *,
+        port: int = 0,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self.token = secrets.token_urlsafe(32)
         shell = render_page(title, [], data_url=DATA_PATH).encode("utf-8")
         data = page_data(title, entries)
-        handler = _handler(shell, data, self.token, content_security_policy())
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        handler = _handler(shell, data, self.token, content_security_policy(), timeout)
+        self._server = _QuietServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
         handler.hosts = frozenset({f"127.0.0.1:{self.port}", f"localhost:{self.port}"})
@@ -54,7 +76,34 @@ class ViewServer:
         self._server.server_close()
 
 
-def _handler(shell: bytes, data: bytes, token: str, csp: str) -> type[_Handler]:
+class _Budgeted(io.RawIOBase):
+    """A socket's reads, all within one time budget: a request that trickles in a byte at
+    a time runs out of it as surely as one that never comes."""
+
+    def __init__(self, connection: socket.socket, seconds: float) -> None:
+        super().__init__()
+        self._connection = connection
+        self._deadline = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self._connection.settimeout(left)
+        return self._connection.recv_into(buffer)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A server that prints nothing when a connection fails (a client gone mid-answer)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Log nothing, as for the requests themselves."""
+
+
+def _handler(shell: bytes, data: bytes, token: str, csp: str, timeout: float) -> type[_Handler]:
     class Handler(_Handler):
         pass
 
@@ -62,6 +111,7 @@ def _handler(shell: bytes, data: bytes, token: str, csp: str) -> type[_Handler]:
     Handler.data = data
     Handler.token = token
     Handler.csp = csp
+    Handler.timeout = timeout
     return Handler
 
 
@@ -71,14 +121,33 @@ class _Handler(BaseHTTPRequestHandler):
     token: str = ""
     csp: str = ""
     hosts: frozenset[str] = frozenset()
+    timeout: ClassVar[float] = REQUEST_TIMEOUT
     server_version = "rollout-view"
     sys_version = ""
+    # A bare "GET /" (HTTP/0.9) would be answered without a status line or headers.
+    default_request_version = "HTTP/1.0"
 
     def log_message(self, format: str, *args: Any) -> None:
         """Log nothing: not the paths, not the headers."""
 
-    def _send(self, status: int, body: bytes, content_type: str, *, head: bool = False) -> None:
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's own reader, replaced by one within the budget
+        self.rfile = io.BufferedReader(_Budgeted(self.connection, self.timeout))
+
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        *,
+        head: bool = False,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        self.connection.settimeout(self.timeout)  # the request's budget is spent or unused
         self.send_response(status)
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Content-Security-Policy", self.csp)
@@ -91,9 +160,20 @@ class _Handler(BaseHTTPRequestHandler):
         if not head:
             self.wfile.write(body)
 
-    def _refuse(self, status: int, reason: str) -> None:
+    def _refuse(self, status: int, reason: str, *, extra: Mapping[str, str] | None = None) -> None:
         self.close_connection = True
-        self._send(status, reason.encode() + b"\n", "text/plain; charset=utf-8")
+        head = self.command == "HEAD"
+        body = reason.encode() + b"\n"
+        self._send(status, body, "text/plain; charset=utf-8", head=head, extra=extra)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Every error the HTTP layer finds (a malformed request, an unknown method, an
+        over-long line) is answered like a refusal: the status only, with every header."""
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "error"
+        self._refuse(code, f"{code} {phrase}")
 
     def _checked(self) -> bool:
         """Whether the request may be answered at all (else it was refused)."""
@@ -128,10 +208,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(head=True)
 
     def _not_allowed(self) -> None:
-        self.close_connection = True
-        self.send_response(405)
-        self.send_header("Allow", "GET, HEAD")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        self._refuse(405, "only GET and HEAD are answered", extra={"Allow": "GET, HEAD"})
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
