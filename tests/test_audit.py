@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from pytest_rollout import RolloutError
-from pytest_rollout.format.files import FILE_MODE
+from pytest_rollout.format.files import PRIVATE_FILE_MODE
 from pytest_rollout.safety.audit import (
     AUDIT_EVENT_TYPES,
     GENESIS,
@@ -138,7 +138,7 @@ def test_an_entry_line(tmp_path: Path) -> None:
     hashed = {k: v for k, v in entry.items() if k != "entry_hash"}
     canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert digest == hashlib.sha256(canonical.encode()).hexdigest()
-    assert stat.S_IMODE(path.stat().st_mode) == FILE_MODE
+    assert stat.S_IMODE(path.stat().st_mode) == PRIVATE_FILE_MODE  # the trail is private
 
 
 def test_a_naive_time_is_utc(tmp_path: Path) -> None:

@@ -491,6 +491,22 @@ def test_temporary_files_go_only_when_a_day_old(tmp_path: Path) -> None:
     assert other_hidden.exists()
 
 
+def test_a_crashed_runs_partial_file_is_kept_a_day_then_treated_as_a_run_file(
+    tmp_path: Path,
+) -> None:
+    day = "2026-06-28"
+    fresh = put(tmp_path, day, f".{rid(0)}.jsonl.partial", 100)  # maybe a run in progress
+    stale = put(tmp_path, day, f".{rid(1)}.jsonl.partial", 100)  # a run cut short
+    age(stale, 86_400 + 60)
+    assert capture.usage(tmp_path) == 200
+    limits = CaptureLimits(max_total_bytes=0, retention_days=None)
+
+    pruned = enforce_retention(tmp_path, limits, TODAY)
+
+    assert pruned.removed == (stale,)
+    assert fresh.exists()
+
+
 # -- file system errors ---------------------------------------------------------------
 
 

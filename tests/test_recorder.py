@@ -391,13 +391,15 @@ def test_write_failure_is_counted_and_memory_stays_complete(tmp_path: Path) -> N
     assert blocker.read_text() == "a regular file"
 
 
-def test_write_to_a_directory_path_is_counted(tmp_path: Path) -> None:
+def test_write_to_a_directory_path_is_refused(tmp_path: Path) -> None:
     rec = Recorder(tmp_path, clock=ticking())
     rec.emit("run.started", {})
     rec.emit("run.completed", {})
     rec.close()
-    assert rec.stats.write_errors == 1
+    assert rec.stats.refused == f"{tmp_path} is a directory, not a regular file"
+    assert rec.stats.write_errors == 0
     assert len(rec.rollout().events) == 2
+    assert tmp_path.is_dir()
 
 
 def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
@@ -411,7 +413,8 @@ def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
 
 def partial_of(path: Path) -> Path:
     """The hidden file a recorder writes while its run is open."""
-    (found,) = path.parent.glob(f".{path.name}.*.partial")
+    found = path.parent / f".{path.name}.partial"
+    assert found.is_file()
     return found
 
 
@@ -728,12 +731,25 @@ def test_written_bytes_are_handed_to_writeback_as_they_are_written(
         real(fd, offset, length, advice)
 
     monkeypatch.setattr(os, "posix_fadvise", advise)
+    # Advice is given once a megabyte was written: here, once a byte was.
+    monkeypatch.setattr("pytest_rollout.format.partial._ADVISE_EVERY", 1)
     path = tmp_path / "run.jsonl"
     rec = Recorder(path, flush_every=4, clock=ticking())
     run_of(rec, 20)
     assert len(ranges) > 2  # in batches, not once at the end
     assert [offset for offset, _ in ranges] == [0] + [o + n for o, n in ranges[:-1]]
     assert sum(n for _, n in ranges) == path.stat().st_size == len(rec.getvalue())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the writeback hint is given on Linux only")
+def test_small_writes_are_handed_to_writeback_a_megabyte_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: calls.append(1))
+    rec = Recorder(tmp_path / "run.jsonl", flush_every=1, clock=ticking())
+    run_of(rec, 20)
+    assert calls == []  # one system call a write would double the cost of a turn
 
 
 def test_a_refused_writeback_hint_is_no_write_error(

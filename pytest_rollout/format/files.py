@@ -4,27 +4,44 @@
 directory, flushed to disk, then renamed over the target, so a reader (or a crash, or a
 KeyboardInterrupt) sees the old file or the new one, never half of one. :func:`contained`
 refuses a path that leaves its root, symlinks included.
+
+A :class:`WriteRoot` is a folder that files are written under without following any symbolic
+link below it (the golden folder, the runs cache, the capture directory). The folder itself
+may be a link, or lie under one: it is where the user chose to put it. Below it, each folder
+is opened (or created) relative to its parent's descriptor with ``O_NOFOLLOW``, and each file
+is opened in the last one the same way, so a symlinked subfolder or file is refused with
+:class:`UnsafePathError`, never written through, even one swapped in while a run is written.
+A private root creates its folders ``0700`` and its files ``0600``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePath
 from typing import Final
 
 from ..errors import RolloutError
 
 __all__ = [
     "FILE_MODE",
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
     "SecretInFileError",
     "Unreadable",
+    "UnsafePathError",
+    "WriteRoot",
     "atomic_write",
     "contained",
+    "open_file",
     "read_regular",
+    "refuse_link",
     "sync_directory",
 ]
 
@@ -38,6 +55,20 @@ def _file_mode() -> int:
 
 #: The permissions of a normally created file (``0o666`` less the umask).
 FILE_MODE: Final = _file_mode()
+#: The permissions of a file only its owner may read (capture files, audit trails).
+PRIVATE_FILE_MODE: Final = 0o600
+#: The permissions of a folder only its owner may enter.
+PRIVATE_DIR_MODE: Final = 0o700
+
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+#: A folder below a root: never through a symbolic link.
+_DIR_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
+#: A file in such a folder: never through a symbolic link, never blocking (on a FIFO), never
+#: a controlling terminal.
+_FILE_FLAGS: Final = (
+    _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+)
 
 
 class SecretInFileError(RolloutError):
@@ -59,29 +90,178 @@ class SecretInFileError(RolloutError):
         )
 
 
+class UnsafePathError(RolloutError):
+    """A file was not written because its path leaves its folder, or goes through a symbolic
+    link (or something else that is not a folder) below it. ``reason`` names the culprit."""
+
+    __module__ = "pytest_rollout"
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__(f"refusing to write {self.path}: {reason}")
+
+
 def contained(root: Path, path: Path) -> Path:
     """``path`` with its directories' symlinks resolved, if that is inside ``root``.
 
-    Raises :class:`RolloutError` otherwise. The file itself may be a symlink: it is
+    Raises :class:`UnsafePathError` otherwise. The file itself may be a symlink: it is
     replaced by a rename, never written through.
     """
     base = root.resolve()
     resolved = path.parent.resolve() / path.name
     if path.name in ("", ".", "..") or not resolved.is_relative_to(base):
-        raise RolloutError(f"refusing to write {path}: it is outside {base}")
+        raise UnsafePathError(path, f"it is outside {base}")
     return resolved
 
 
+@dataclass(frozen=True, slots=True)
+class WriteRoot:
+    """A folder that files are written under without following a symbolic link below it.
+
+    ``private``: the folders it creates are ``0700`` and its files ``0600``; otherwise they
+    are created as any other (the umask decides).
+    """
+
+    path: Path
+    private: bool = False
+
+    @property
+    def file_mode(self) -> int:
+        return PRIVATE_FILE_MODE if self.private else FILE_MODE
+
+    @property
+    def dir_mode(self) -> int:
+        return PRIVATE_DIR_MODE if self.private else 0o777
+
+    def open_parent(self, target: Path) -> int:
+        """A descriptor of ``target``'s folder (the caller closes it), the folders on the way
+        created where missing; the root itself is created too, with its missing parents.
+
+        Raises :class:`UnsafePathError` for a target outside the root (by its spelling:
+        no ``..``) or a folder below the root that is a symbolic link or not a folder;
+        ``OSError`` when the file system fails (the root cannot be made, for one).
+        """
+        if target.name in ("", ".", ".."):
+            raise UnsafePathError(target, "it is not a file name")
+        try:
+            parts = PurePath(target.parent).relative_to(self.path).parts
+        except ValueError:
+            parts = ("..",)
+        if ".." in parts:
+            raise UnsafePathError(target, f"it is outside {self.path}")
+        fd = self._open_root()
+        shown = self.path
+        try:
+            for part in parts:
+                shown = shown / part
+                child = _open_child_dir(fd, part, self.dir_mode, shown, self.path)
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _open_root(self) -> int:
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC
+        try:
+            return os.open(self.path, flags)
+        except FileNotFoundError:
+            _make_dirs(self.path, self.dir_mode)
+            return os.open(self.path, flags)
+
+
+def _make_dirs(path: Path, mode: int) -> None:
+    """Create ``path`` and its missing parents, each with ``mode`` (``os.makedirs`` gives
+    ``mode`` to the last one only)."""
+    missing: list[Path] = []
+    while not os.path.lexists(path) and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, mode)
+
+
+def _open_child_dir(fd: int, name: str, mode: int, shown: Path, root: Path) -> int:
+    """The folder ``name`` in the folder ``fd``, created when missing, never followed."""
+    for attempt in range(3):
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, mode, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                raise
+            raise UnsafePathError(shown, _not_followed(fd, name, shown, root)) from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _not_followed(fd: int, name: str, shown: Path, root: Path, want: str = "directory") -> str:
+    """Why ``name`` in the folder ``fd`` is refused where a ``want`` was expected."""
+    try:
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except OSError:
+        mode = stat.S_IFLNK
+    if stat.S_ISLNK(mode):
+        return f"{shown} is a symbolic link, and none is followed under {root}"
+    kind = "regular file" if stat.S_ISREG(mode) else _file_kind(mode)
+    return f"{shown} is a {kind}, not a {want}"
+
+
+def refuse_link(fd: int, name: str, shown: Path, root: Path) -> None:
+    """Raise :class:`UnsafePathError` when ``name`` in the folder ``fd`` exists and is not a
+    regular file (a symbolic link, a folder, a FIFO): a rename would replace it."""
+    try:
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UnsafePathError(shown, _not_followed(fd, name, shown, root, "regular file"))
+
+
+def open_file(fd: int, name: str, flags: int, mode: int, shown: Path, root: Path) -> int:
+    """Open the regular file ``name`` in the folder ``fd`` with ``flags``, never through a
+    symbolic link and never blocking; :class:`UnsafePathError` for anything but a regular
+    file. The descriptor is the caller's to close."""
+    try:
+        opened = os.open(name, flags | _FILE_FLAGS, mode, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):
+            raise
+        raise UnsafePathError(shown, _not_followed(fd, name, shown, root, "regular file")) from None
+    try:
+        if not stat.S_ISREG(os.fstat(opened).st_mode):
+            raise UnsafePathError(shown, _not_followed(fd, name, shown, root, "regular file"))
+    except BaseException:
+        os.close(opened)
+        raise
+    return opened
+
+
 def atomic_write(
-    target: Path, data: bytes, *, scan: Callable[[bytes], str | None] | None = None
+    target: Path,
+    data: bytes,
+    *,
+    scan: Callable[[bytes], str | None] | None = None,
+    root: WriteRoot | None = None,
 ) -> None:
     """Replace ``target`` with ``data`` so that readers see the old file or the new, whole.
 
     ``scan`` (a redactor's) looks at the bytes once more before anything is written; when
     it names a secret, :class:`SecretInFileError` is raised and ``target`` is untouched.
+    Under a ``root``, no folder below it is followed if it is a symbolic link
+    (:class:`UnsafePathError`); a ``target`` that is one is replaced, as any file is.
     """
     if scan is not None and (label := scan(data)) is not None:
         raise SecretInFileError(target, label)
+    if root is not None:
+        _write_under(root, target, data)
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -95,6 +275,30 @@ def atomic_write(
             os.unlink(tmp)
         raise
     sync_directory(target.parent)
+
+
+def _write_under(root: WriteRoot, target: Path, data: bytes) -> None:
+    """:func:`atomic_write` under ``root``: every step relative to the folder's descriptor."""
+    folder = root.open_parent(target)
+    try:
+        tmp = f".{target.name}.{secrets.token_hex(4)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        fd = open_file(folder, tmp, flags, root.file_mode, target.parent / tmp, root.path)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), root.file_mode)
+                os.fsync(handle.fileno())
+            os.replace(tmp, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def sync_directory(directory: str | os.PathLike[str]) -> None:

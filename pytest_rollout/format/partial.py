@@ -1,58 +1,112 @@
-"""The file a recorder writes: a hidden ``.partial`` beside the rollout, renamed in at the end.
+"""The file a recorder writes: ``.<name>.partial`` beside the rollout, growing as the run goes.
 
-:class:`PartialFile` appends the recorder's lines in batches as the run goes, so that a long
-run does not hold the disk back until its end. At the end the bytes are synced, scanned for
-secrets once more and only then renamed into place, so the rollout path only ever holds a
-whole run (docs/file-format.md). A cap on the file's size leaves lines out of the file (never
-out of the run in memory): a ``recorder.drop_detected`` line followed by the run's last line
-stands in for them, so a cut file still loads.
+:class:`PartialFile` appends the recorder's lines while the run goes on (the recorder writes
+them at least at every turn boundary), so a run cut short by a hard crash (``os._exit``,
+SIGKILL, an out-of-memory kill) leaves every line written so far in a file with a predictable
+name beside where the run's file would have been: ``.<name>.partial``. A write hands the
+bytes to the operating system, so they survive the process, not a power cut (the file is
+synced once, at the end). The next run of the same test takes that name over and starts the
+file afresh, so a stale one does not pile up.
 
-A write that fails breaks the file, not the run: it is counted, the file is given up, and the
-lines stay in memory for the comparison and the golden.
+Each piece is scanned for secrets before it is written (the redactor has already replaced
+those it knows; the scan is its last look at the bytes), so neither file ever holds a secret
+the scan finds: on a find, nothing more is written and the partial file is removed at the
+end. At the end, the bytes are synced and only then renamed into place, so the rollout path
+only ever holds a whole run (docs/file-format.md). A cap on the file's size leaves lines out
+of the file (never out of the run in memory): a ``recorder.drop_detected`` line followed by
+the run's last line stands in for them, so a cut file still loads.
+
+Folders and files are opened under a :class:`~.files.WriteRoot`, relative to a folder's
+descriptor and never through a symbolic link; a link on the way is refused (``refused``
+says why), not written through. While a run writes its partial file it holds an exclusive
+``flock`` on it, so a second run writing the same file at the same time (two sessions
+running one test) is refused instead of mixing its lines in.
+
+A write that fails or is refused breaks the file, not the run: it is counted, the file is
+given up, and the lines stay in memory for the comparison and the golden.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sys
-import tempfile
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
 
 import orjson
 
 from .events import DROP_DETECTED
-from .files import FILE_MODE
+from .files import UnsafePathError, WriteRoot, open_file, refuse_link
 
-if TYPE_CHECKING:
-    from ..safety.redact import Redactor
-
-__all__ = ["PartialFile"]
+__all__ = ["PartialFile", "partial_name"]
 
 #: On Linux, this advice on written bytes starts their writeback without waiting for it.
 _START_WRITEBACK: Final = (
     getattr(os, "POSIX_FADV_DONTNEED", None) if sys.platform == "linux" else None
 )
+#: Bytes written between two such pieces of advice (one system call for many writes).
+_ADVISE_EVERY: Final = 1024 * 1024
+
+
+def partial_name(name: str) -> str:
+    """The name of the partial file of the rollout file named ``name``."""
+    return f".{name}.partial"
+
+
+class _Refused(Exception):
+    """The file is not written, for ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class PartialFile:
     """The rollout file at ``path`` while its run is recorded, at most ``max_bytes`` long
-    (whole lines only; the first and the last line are kept whatever their size)."""
+    (whole lines only; the first and the last line are kept whatever their size).
 
-    def __init__(self, path: str, max_bytes: int) -> None:
+    ``root`` (default: the file's own folder) is the folder below which no symbolic link is
+    followed, and says the files' modes; ``scan`` (a redactor's) names a secret in bytes
+    about to be written.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        max_bytes: int,
+        *,
+        root: WriteRoot | None = None,
+        scan: Callable[[bytes | memoryview], str | None] | None = None,
+    ) -> None:
         self.path = path
+        self._target = Path(path)
+        self._root = WriteRoot(self._target.parent) if root is None else root
+        self._name = partial_name(self._target.name)
         self._max_bytes = max_bytes
+        self._scan = scan
         self.written = 0  # bytes of the recorder's buffer written so far
-        self.broken = False  # a write failed: nothing more is written
+        self.broken = False  # a write failed or was refused: nothing more is written
         self.done = False  # finished: the file is in place, or was given up
         self.write_errors = 0
         #: Lines left out of the file by the size cap.
         self.cut_lines = 0
-        #: The label of a secret found in the file's bytes before the rename.
+        #: The label of a secret found in bytes about to be written.
         self.leaked: str | None = None
+        #: Why the file was not written, when it was refused (a symbolic link on the way).
+        self.refused: str | None = None
         self._fd: int | None = None
-        self._partial: str | None = None
+        self._folder: int | None = None  # the descriptor of the file's folder
         self._cut_at: int | None = None  # buffer offset of the first line left out
+        self._size = 0  # bytes in the partial file
+        self._advised = 0  # bytes of it whose writeback was started
+
+    @property
+    def partial_path(self) -> str:
+        """Where the run's lines are while it is recorded."""
+        return os.fspath(self._target.parent / self._name)
 
     def write(self, buffer: bytearray) -> None:
         """Append the lines of ``buffer`` not written yet (up to the size cap)."""
@@ -66,52 +120,75 @@ class PartialFile:
             end = buffer.rfind(b"\n", self.written, self._max_bytes) + 1
             end = max(self.written, end, buffer.find(b"\n") + 1)
             self._cut_at = end
-        self._write_out(buffer, end)
+        if self.written >= end:
+            return
+        # Write from a view of the buffer, released before returning: a live view would pin
+        # the buffer and make the recorder's next append fail.
+        with memoryview(buffer) as whole, whole[self.written : end] as part:
+            if self._put(part):
+                self.written = end
 
-    def finish(self, buffer: bytearray, redactor: Redactor | None) -> None:
+    def finish(self, buffer: bytearray) -> None:
         """Write the rest of ``buffer`` (the whole run) and put the file in place, unless a
-        write failed or ``redactor`` finds a secret in its bytes."""
+        write failed or was refused, or a secret was found."""
         if self.done:
             return
         self.write(buffer)
         self._write_cut_tail(buffer)
-        self._publish(buffer, redactor)
+        self._publish()
         self.done = True
 
-    def _write_out(self, buffer: bytearray, end: int) -> None:
-        if self.written >= end or self.broken:
-            return
+    def _put(self, data: memoryview | bytes) -> bool:
+        """Scan ``data`` and append it to the partial file; ``False`` (the file given up)
+        when a secret is found or the write fails or is refused."""
+        if self.broken:
+            return False
+        if self._scan is not None and (label := self._scan(data)) is not None:
+            self.leaked = label
+            self.broken = True
+            return False
         try:
-            fd = self._open()
-            # Write from a view of the buffer, released before returning: a live view would
-            # pin the buffer and make the recorder's next append fail.
-            with memoryview(buffer) as whole, whole[self.written : end] as part:
-                _write_all(fd, part)
-            if _START_WRITEBACK is not None:
-                # Have the kernel start writing these bytes to disk now, while the run goes
-                # on, so that the fsync at the end has little left to wait for. A hint: it
-                # changes no byte, and its failure is no write error. Pages already on disk
-                # may leave the page cache: the recorder never reads its file back.
-                with contextlib.suppress(OSError):
-                    os.posix_fadvise(fd, self.written, end - self.written, _START_WRITEBACK)
-            self.written = end
+            fd = self._fd if self._fd is not None else self._open()
+            _write_all(fd, data)
+        except _Refused as exc:
+            self.refused = exc.reason
+            self.broken = True
+            return False
         except OSError:
-            self._failed()
+            # A file that missed a write would hold a hole; stop writing to it.
+            self.write_errors += 1
+            self.broken = True
+            return False
+        self._size += len(data)
+        if _START_WRITEBACK is not None and self._size - self._advised >= _ADVISE_EVERY:
+            # Have the kernel start writing these bytes to disk now, while the run goes on,
+            # so that the fsync at the end has little left to wait for. A hint: it changes
+            # no byte, and its failure is no write error. Pages already on disk may leave
+            # the page cache: the recorder never reads its file back.
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(fd, self._advised, self._size - self._advised, _START_WRITEBACK)
+            self._advised = self._size
+        return True
 
     def _open(self) -> int:
-        if self._fd is None:
-            parent = os.path.dirname(self.path) or "."
-            os.makedirs(parent, exist_ok=True)
-            name = os.path.basename(self.path)
-            self._fd, self._partial = tempfile.mkstemp(
-                prefix=f".{name}.", suffix=".partial", dir=parent
-            )
+        if self._fd is not None:
+            return self._fd
+        target, root = self._target, self._root
+        try:
+            folder = root.open_parent(target)
+        except UnsafePathError as exc:
+            raise _Refused(exc.reason) from None
+        try:
+            refuse_link(folder, target.name, target, root.path)
+            self._fd = _claim(folder, self._name, root, Path(self.partial_path))
+        except UnsafePathError as exc:
+            os.close(folder)
+            raise _Refused(exc.reason) from None
+        except BaseException:
+            os.close(folder)
+            raise
+        self._folder = folder
         return self._fd
-
-    def _failed(self) -> None:
-        # A file that missed a write would hold a hole; stop writing to it.
-        self.write_errors += 1
-        self.broken = True
 
     def _write_cut_tail(self, buffer: bytearray) -> None:
         """End a file cut by the size cap: a gap marker for the lines left out, then the
@@ -127,46 +204,87 @@ class PartialFile:
             marker = {"step": step, "dropped": self.cut_lines}
             line = {"ts": first["ts"], "seq": first["seq"], "type": DROP_DETECTED, "data": marker}
             tail = orjson.dumps(line) + b"\n" + tail
-        try:
-            _write_all(self._open(), tail)
-        except OSError:
-            self._failed()
+        self._put(tail)
 
-    def _publish(self, buffer: bytearray, redactor: Redactor | None) -> None:
-        """Close the partial file and rename it into place, unless a secret is found."""
-        if self._fd is None or self._partial is None:
+    def _publish(self) -> None:
+        """Sync the partial file and rename it into place; remove it instead when the file
+        was given up. The lock on it is held until then."""
+        fd, folder = self._fd, self._folder
+        if fd is None or folder is None:
             return
-        fd, partial = self._fd, self._partial
-        self._fd = self._partial = None
+        self._fd = self._folder = None
         try:
-            if not self.broken:
-                os.fsync(fd)
-                os.fchmod(fd, FILE_MODE)
-        except OSError:
-            self._failed()
+            if not self.broken and self._rename(fd, folder):
+                return
+            with contextlib.suppress(OSError):
+                os.unlink(self._name, dir_fd=folder)
         finally:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        leaked = None
-        if not self.broken and redactor is not None and redactor.mode != "full":
-            leaked = redactor.scan(bytes(buffer))
-        if self.broken or leaked is not None:
-            self.leaked = leaked
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
-            return
+            os.close(folder)
+
+    def _rename(self, fd: int, folder: int) -> bool:
+        target = self._target
         try:
-            os.replace(partial, self.path)
+            os.fsync(fd)
+            # A link put where the file goes would be replaced, not followed: refuse it all
+            # the same, so that the user learns of it.
+            refuse_link(folder, target.name, target, self._root.path)
+            os.replace(self._name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except UnsafePathError as exc:
+            self.refused = exc.reason
+            self.broken = True
+            return False
         except OSError:
-            self._failed()
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
+            self.write_errors += 1
+            self.broken = True
+            return False
+        with contextlib.suppress(OSError):
+            os.fsync(folder)
+        return True
+
+
+def _claim(folder: int, name: str, root: WriteRoot, shown: Path) -> int:
+    """The partial file ``name`` in ``folder``, emptied and locked for this run alone.
+
+    A file left by a run that ended without closing it (a crash) is taken over; one that a
+    live run holds locked is refused.
+    """
+    for _ in range(3):
+        fd = open_file(folder, name, os.O_WRONLY | os.O_CREAT, root.file_mode, shown, root.path)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _Refused(f"{shown} is being written by another run of this test") from None
+            if _is_named(folder, name, fd):
+                os.ftruncate(fd, 0)
+                os.fchmod(fd, root.file_mode)
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        # The run that held it renamed or removed it meanwhile: open the name again.
+        os.close(fd)
+    raise _Refused(f"{shown} keeps being replaced by another run of this test")
+
+
+def _is_named(folder: int, name: str, fd: int) -> bool:
+    """Whether ``name`` in ``folder`` is still the file open as ``fd``."""
+    try:
+        named = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
     """Write all of ``data`` (``os.write`` may write less than asked)."""
+    done = os.write(fd, data)  # the common case: all of it, in one call
+    if done == len(data):
+        return
     with memoryview(data) as view:
-        done = 0
         while done < len(view):
             with view[done:] as rest:
                 done += os.write(fd, rest)

@@ -14,12 +14,16 @@ cap or a failed write is counted, and events lost before a later one is recorded
 by a ``recorder.drop_detected`` line in their place. The terminal event is always recorded,
 so a recorded file stays loadable.
 
-The file (:class:`~.partial.PartialFile`) is written as a hidden ``.partial`` file beside
-``path`` and renamed into place by :meth:`Recorder.close` after its bytes are synced and
-scanned for secrets once more, so ``path`` only ever holds a whole run. ``max_file_bytes``
-caps the file (not the in-memory run, which the comparison uses): past it, lines are left
-out of the file and a ``recorder.drop_detected`` line followed by the run's last line stands
-in for them.
+The file (:class:`~.partial.PartialFile`) is written as ``.<name>.partial`` beside ``path``
+as the run goes, and renamed into place by :meth:`Recorder.close` after its bytes are synced,
+so ``path`` only ever holds a whole run. It is a flight recorder: the lines made so far are
+written at every turn boundary (each ``llm.turn.started`` and ``llm.turn.completed``), at the
+terminal event and when a batch is full, each piece scanned for secrets first, so a run cut
+short by a hard crash leaves every event up to the last turn boundary in the partial file.
+``root`` is the folder below which no symbolic link is followed (and which says the files'
+modes); a refusal is in :attr:`RecorderStats.refused`. ``max_file_bytes`` caps the file (not
+the in-memory run, which the comparison uses): past it, lines are left out of the file and
+a ``recorder.drop_detected`` line followed by the run's last line stands in for them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, RUN_STARTED, TERMINAL_TYPES
+from .files import WriteRoot
 from .jsonable import encode_payload, encode_with_placeholders, json_default
 from .lines import LineMaker
 from .loader import DEFAULT_LIMITS, Rollout, loads
@@ -72,9 +77,12 @@ class RecorderStats:
     withheld: int = 0
     #: Lines left out of the file by ``max_file_bytes`` (the run in memory is whole).
     cut_from_file: int = 0
-    #: The label of a secret found in the file's bytes before it was renamed into place; the
-    #: file was then deleted instead.
+    #: The label of a secret found in the file's bytes before they were written; the file
+    #: was then given up (its partial file removed), and the run not saved.
     leaked: str | None = None
+    #: Why the file was refused, not written (a symbolic link below its root), and the run
+    #: not saved.
+    refused: str | None = None
 
 
 class Recorder:
@@ -94,6 +102,7 @@ class Recorder:
         clock: Callable[[], int] = time.time_ns,
         redactor: Redactor | None = None,
         max_file_bytes: int | None = None,
+        root: WriteRoot | None = None,
     ) -> None:
         self.path = None if path is None else os.fspath(path)
         self.redactor = redactor
@@ -130,7 +139,8 @@ class Recorder:
         self._file: PartialFile | None = None
         if self.path is not None:
             max_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
-            self._file = PartialFile(self.path, max_bytes)
+            scan = None if redactor is None or redactor.mode == "full" else redactor.scan
+            self._file = PartialFile(self.path, max_bytes, root=root, scan=scan)
 
     # -- emitting -------------------------------------------------------------------
 
@@ -168,6 +178,8 @@ class Recorder:
                 implied = event_type != RUN_STARTED
                 data = {k: v for k, v in data.items() if k != "step"}  # a non-integer step
             terminal = event_type in TERMINAL_TYPES
+            # A turn boundary writes the lines out: a crash then loses no finished turn.
+            boundary = event_type in _TURN_TYPES and self._file is not None
             try:
                 payload: bytes | None = _dumps(data, json_default)
             except TypeError:
@@ -177,20 +189,23 @@ class Recorder:
             # Nothing below can fail: the event is in the run.
             if terminal:
                 self._closed = True  # the run is whole: its lines are made at once
-            due = terminal or len(pending) >= self._batch
+            due = terminal or boundary or len(pending) >= self._batch
         except Exception:  # the recorder must never break the run it records
             with contextlib.suppress(Exception):
                 self._pending.append(_LOST)
-            due = False
+            due = boundary = False
         finally:
             lock.release()
         if due:
-            self._drain()
+            self._drain(boundary)
 
-    def _drain(self) -> None:
-        """Turn the pending events into lines, in the order they were emitted."""
+    def _drain(self, write: bool) -> None:
+        """Turn the pending events into lines, in the order they were emitted, and write
+        them out if ``write`` (a turn boundary) or a flush is due."""
         with self._drain_lock:
             self._drain_held()
+            if write:
+                self._write_pending()
 
     def _drain_held(self) -> tuple[int, int]:
         """Make lines of every pending event (the drain lock held); return the count of
@@ -359,7 +374,7 @@ class Recorder:
             self._open_below = 0
             self._terminal_seen = True  # anything still in flight is late
             if self._file is not None:
-                self._file.finish(self._buffer, self.redactor)
+                self._file.finish(self._buffer)
 
     def __enter__(self) -> Recorder:
         return self
@@ -392,6 +407,7 @@ class Recorder:
                 withheld=self._withheld,
                 cut_from_file=0 if file is None else file.cut_lines,
                 leaked=None if file is None else file.leaked,
+                refused=None if file is None else file.refused,
             )
 
     def getvalue(self) -> bytes:

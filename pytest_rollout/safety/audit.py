@@ -100,7 +100,9 @@ class AuditTrailSink:
     def write(self, run_id: str, event_type: str, payload: Mapping[str, Any]) -> None:
         now = datetime.now(UTC) if self._clock is None else self._clock()
         try:
-            append_entry(audit_path(self.root, now), run_id, event_type, payload, now=now)
+            append_entry(
+                audit_path(self.root, now), run_id, event_type, payload, now=now, root=self.root
+            )
         except (AuditError, ValueError, TypeError) as exc:
             if self._on_error is None:
                 raise

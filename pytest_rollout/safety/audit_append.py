@@ -4,6 +4,9 @@ last one under an exclusive lock.
 Several processes (pytest-xdist workers) may append to the same file: :func:`append_entry`
 holds an exclusive ``flock`` while it reads the last entry and writes the next. The lock is
 advisory: it orders writers that take it, which every writer of the trail does. POSIX only.
+
+The trail is private: a file it creates is ``0600`` and a folder ``0700``, and no symbolic
+link below the capture directory is followed (:class:`~..format.files.WriteRoot`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Final
 
 import orjson
 
-from ..format.files import FILE_MODE, sync_directory
+from ..format.files import PRIVATE_FILE_MODE, UnsafePathError, WriteRoot, sync_directory
 from ..format.jsonable import text_default
 from .audit_entry import (
     AUDIT_EVENT_TYPES,
@@ -65,14 +68,16 @@ def append_entry(
     payload: Mapping[str, Any],
     *,
     now: datetime | None = None,
+    root: Path | None = None,
 ) -> str:
     """Append one entry to the audit file ``path`` and return its ``entry_hash``.
 
-    The directory is created when missing, the file when it does not exist (never through a
-    symbolic link). An exclusive ``flock`` is held while the last entry is read (from the end
-    of the file, for its ``entry_hash``) and the new line is written and synced, so processes
-    appending at once each chain onto the entry before theirs. ``now`` (default: the time
-    the lock is taken) is the entry's timestamp.
+    The directory is created when missing (``0700``), the file when it does not exist
+    (``0600``), never through a symbolic link: not the file, nor a folder between ``root``
+    (default: the file's folder) and the file. An exclusive ``flock`` is held while the last
+    entry is read (from the end of the file, for its ``entry_hash``) and the new line is
+    written and synced, so processes appending at once each chain onto the entry before
+    theirs. ``now`` (default: the time the lock is taken) is the entry's timestamp.
 
     ``payload`` values JSON cannot hold are written as text (``str(value)``). Raises
     ``ValueError`` for an event type outside :data:`AUDIT_EVENT_TYPES`, a payload orjson
@@ -83,7 +88,7 @@ def append_entry(
     """
     plain = _checked_payload(run_id, event_type, payload)
     name = os.fspath(path)
-    fd = _open_for_append(path, name)
+    fd = _open_for_append(path, name, root)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -111,19 +116,25 @@ def _checked_payload(run_id: str, event_type: str, payload: Mapping[str, Any]) -
     return plain
 
 
-def _open_for_append(path: Path, name: str) -> int:
+def _open_for_append(path: Path, name: str, root: Path | None) -> int:
     """A descriptor of the audit file open for appending, the file and its directory
     created when missing (never through a symbolic link)."""
+    under = WriteRoot(path.parent if root is None else root, private=True)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = under.open_parent(path)
+    except UnsafePathError as exc:
+        raise AuditError(name, f"cannot append: {exc.reason}") from None
     except OSError as exc:
         raise AuditError(path.parent, f"cannot create the directory: {exc.strerror}") from None
     try:
-        return os.open(name, _APPEND_FLAGS, FILE_MODE)
+        return os.open(path.name, _APPEND_FLAGS, PRIVATE_FILE_MODE, dir_fd=folder)
     except OSError as exc:
-        if os.path.islink(name):
-            raise AuditError(name, "cannot append: it is a symbolic link") from None
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mode):
+                raise AuditError(name, "cannot append: it is a symbolic link") from None
         raise AuditError(name, f"cannot open: {exc.strerror}") from None
+    finally:
+        os.close(folder)
 
 
 def _check_size(run_id: str, event_type: str, payload: dict[str, Any]) -> None:

@@ -21,6 +21,13 @@ directory, and a retention in days. What is enforced, and when:
   and so can runs of one process that are in progress at the same time. The next session's
   retention brings the directory back under the cap.
 
+Capture is private and stays inside its root: the recorder writes under
+:func:`capture_root`, which creates folders ``0700`` and files ``0600`` and follows no
+symbolic link below the root (a day folder or run file that is one is refused, and the run
+counted as not saved). While a run is recorded its lines are in ``.<run_id>.jsonl.partial``
+beside its file; a run cut short by a crash leaves that file behind, kept like a run file
+once it is a day old (a younger one may be a run still in progress).
+
 Capture never changes a test's outcome: functions that touch the file system either never
 raise for an ``OSError`` (they skip and count) or say exactly what they raise.
 """
@@ -41,12 +48,15 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
+from ..format.files import WriteRoot
+
 __all__ = [
     "ENV_VAR",
     "Budget",
     "CaptureLimits",
     "Pruned",
     "capture_path",
+    "capture_root",
     "enforce_retention",
     "is_run_id",
     "new_run_id",
@@ -63,7 +73,8 @@ STALE_PARTIAL_SECONDS: Final = 24 * 60 * 60
 _RUN_ID: Final = r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{12}"
 _RUN_ID_RE: Final = re.compile(_RUN_ID)
 _RUN_FILE_RE: Final = re.compile(rf"(?P<run>{_RUN_ID})\.jsonl")
-_PARTIAL_RE: Final = re.compile(rf"\.(?P<run>{_RUN_ID})\.jsonl\.[A-Za-z0-9_-]+\.partial")
+# ``.<run_id>.jsonl.partial``; older versions put a random part before ``.partial``.
+_PARTIAL_RE: Final = re.compile(rf"\.(?P<run>{_RUN_ID})\.jsonl(?:\.[A-Za-z0-9_-]+)?\.partial")
 _DAY_RE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
@@ -131,6 +142,12 @@ def capture_path(root: Path, run_id: str, started: datetime) -> Path:
         raise ValueError(f"refusing capture file name {run_id!r}: it is not a run id")
     day = started.date() if started.tzinfo is None else started.astimezone(UTC).date()
     return root / day.isoformat() / f"{run_id}{SUFFIX}"
+
+
+def capture_root(root: Path) -> WriteRoot:
+    """The capture directory as files are written under it: folders ``0700``, files
+    ``0600``, no symbolic link below ``root`` followed (``root`` itself may be one)."""
+    return WriteRoot(root, private=True)
 
 
 # -- limits ---------------------------------------------------------------------------
@@ -410,8 +427,9 @@ def enforce_retention(
        are removed first, ordered by day then run id; day directories emptied this way are
        removed too, except today's and later ones (a run may be about to write there).
 
-    Only regular files named ``<run_id>.jsonl``, or ``.<run_id>.jsonl.<random>.partial``
-    (temporary files of an unfinished write, once a day old), directly inside a day
+    Only regular files named ``<run_id>.jsonl``, or ``.<run_id>.jsonl.partial`` (the file of
+    a run in progress or cut short, once a day old; also ``.<run_id>.jsonl.<random>.partial``
+    of older versions), directly inside a day
     directory (``YYYY-MM-DD``) directly inside ``root`` are deleted, never a path in
     ``keep`` (the files of runs in progress). Symbolic links are never followed nor
     deleted. Never raises ``OSError``: each one is counted in ``Pruned.errors``.
