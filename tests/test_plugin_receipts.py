@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from plugin_agent import IN_PROCESS, WEATHER_TEST, XDIST, live_calls, record, run, write_project
 
-from pytest_rollout.safety.receipt import ReceiptStatus, receipt_path, verify
+from pytest_rollout.safety.receipt import ReceiptStatus, make_receipt, receipt_path, verify
 
 GOLDEN = "golden/test_weather/test_weather.jsonl"
 
@@ -125,3 +125,41 @@ def test_accepting_edits_never_seals_a_golden_the_loader_refuses(
     result.stdout.fnmatch_lines(["*test_weather.jsonl:*: *"])
     assert receipt_path(golden).read_bytes() == receipt
     assert verify(golden).status is ReceiptStatus.MISMATCH
+
+
+def test_a_write_killed_after_its_commit_point_is_finished_by_the_next_run(
+    project: pytest.Pytester,
+) -> None:
+    """Compare mode settles the golden's folder before it reads the golden."""
+    golden = project.path / GOLDEN
+    old = golden.read_bytes()
+    new = old.replace(b'"ts":"20', b'"ts":"19', 1)
+    # What a kill between the receipt's rename and the golden's leaves: the new receipt,
+    # the old golden, and the new golden whole in its pending file.
+    (golden.parent / f".{golden.name}.0123abcd.tmp").write_bytes(new)
+    receipt_path(golden).write_bytes(
+        make_receipt(new, redaction_mode="redacted", rules_sha256="").to_bytes(golden.name)
+    )
+    assert verify(golden).status is ReceiptStatus.MISMATCH
+    run(project, ()).assert_outcomes(passed=1)
+    assert golden.read_bytes() == new
+    assert verify(golden).status is ReceiptStatus.OK
+    assert [p.name for p in golden.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("mode", ["compare", "record"])
+def test_temporary_files_of_an_interrupted_write_are_removed_by_the_next_run(
+    project: pytest.Pytester, mode: str
+) -> None:
+    """A golden and its receipt are written as one unit, and stale pending files go."""
+    folder = (project.path / GOLDEN).parent
+    stale = [
+        folder / ".test_weather.jsonl.k3j4h5g6.tmp",
+        folder / ".test_weather.jsonl.receipt.9f8e7d6c.tmp",
+    ]
+    for path in stale:
+        path.write_bytes(b"half of a file")
+    result = record(project) if mode == "record" else run(project, ())
+    result.assert_outcomes(passed=1)
+    assert not any(path.exists() for path in stale)
+    assert verify(project.path / GOLDEN).status is ReceiptStatus.OK

@@ -259,3 +259,45 @@ def test_the_readme_signature_rule_works_from_an_ini_file(pytester: pytest.Pytes
     pytester.runpytest_inprocess(*IN_PROCESS, "--rollout-record").assert_outcomes(passed=1)
     data = (pytester.path / "golden/test_url/test_url.jsonl").read_bytes()
     assert b"?sv=2022&sig=[REDACTED:url-signature]&se=2026" in data
+
+
+#: A parametrize id that holds an Anthropic key (built when the test file runs, so that the
+#: literal key is in no file of the project).
+SECRET_ID_TEST = """
+import pytest
+
+KEY = "sk-" + "ant-" + "api03-" + "Q7" * 24
+
+
+@pytest.mark.parametrize("key", [KEY, "plain"])
+def test_key(rollout, golden, key):
+    with rollout.run(prompt="hello") as run:
+        run.output = "done"
+    assert rollout == golden
+"""
+ID_SECRET = "sk-" + "ant-" + "api03-" + "Q7" * 24
+
+
+def test_a_secret_in_a_test_id_reaches_no_file_name_receipt_or_report(
+    pytester: pytest.Pytester,
+) -> None:
+    """Golden names are made with the redactor's name redaction, like the content."""
+    pytester.makepyfile(test_secret_ids=SECRET_ID_TEST)
+    result = pytester.runpytest_inprocess(
+        *IN_PROCESS, "--rollout-record", "--rollout-report=report.html"
+    )
+    result.assert_outcomes(passed=2)
+    names = sorted(p.name for p in (pytester.path / "golden/test_secret_ids").iterdir())
+    assert names[2:] == ["test_key[plain].jsonl", "test_key[plain].jsonl.receipt"]
+    assert names[0].startswith("test_key[REDACTED-anthropic-key-")
+    assert names[0].endswith("].jsonl")
+    written = [
+        p
+        for p in pytester.path.rglob("*")
+        if p.is_file() and ".pytest_cache/v" not in p.as_posix()  # pytest's own node ids
+    ]
+    for path in written:
+        assert ID_SECRET not in path.as_posix(), path
+        assert ID_SECRET.encode() not in path.read_bytes(), path
+    # The same name on the next run: the golden is found, and the test compares against it.
+    pytester.runpytest_inprocess(*IN_PROCESS).assert_outcomes(passed=2)

@@ -63,6 +63,15 @@ PEM_BODY = "\n".join(fake("", 64, ALNUM + "+/", seed=str(i)) for i in range(4))
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
 BASIC = base64.b64encode(b"alice:correct-horse-battery").decode()
 BEARER = fake("", 32, B64URL, seed="bearer")
+GITLAB = fake("gl" + "pat-", 20, B64URL)
+HUGGINGFACE = fake("h" + "f_", 34)
+SENDGRID = fake("S" + "G.", 22, B64URL) + "." + fake("", 43, B64URL)
+GOOGLE_OAUTH = fake("ya" + "29.", 120, B64URL)
+SLACK_HOOK = "/".join([fake("T", 10, UPPER), fake("B", 10, UPPER), fake("", 24)])
+AZURE_KEY = fake("", 86, ALNUM + "+/") + "=="
+HEX = string.digits + "abcdef"
+APIM_KEY = fake("", 32, HEX)
+DRF_TOKEN = fake("", 40, HEX)
 
 #: (text, redacted text): every built-in rule, with the text around the secret kept.
 POSITIVES = [
@@ -142,6 +151,39 @@ POSITIVES = [
         "curl -H 'authorization: bearer [REDACTED:bearer]'",
     ),
     (f"Authorization: Basic {BASIC}", "Authorization: Basic [REDACTED:basic-auth]"),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acme;"
+        f"AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+        "DefaultEndpointsProtocol=https;AccountName=acme;"
+        "AccountKey=[REDACTED:azure-storage-key];EndpointSuffix=core.windows.net",
+    ),
+    (
+        f"Endpoint=sb://bus.example.net/;SharedAccessKeyName=root;SharedAccessKey={AZURE_KEY[:43]}=",
+        "Endpoint=sb://bus.example.net/;SharedAccessKeyName=root;"
+        "SharedAccessKey=[REDACTED:azure-storage-key]",
+    ),
+    (
+        f"Ocp-Apim-Subscription-Key: {APIM_KEY}\r\nHost: api.example.net",
+        "Ocp-Apim-Subscription-Key: [REDACTED:credential-pair]\r\nHost: api.example.net",
+    ),
+    (
+        f"curl -H 'Authorization: Token {DRF_TOKEN}' https://api.example.net",
+        "curl -H 'Authorization: Token [REDACTED:token-auth]' https://api.example.net",
+    ),
+    (
+        "GET /login?user=bob&pass=hunter2!&next=/",
+        "GET /login?user=bob&pass=[REDACTED:query-password]&next=/",
+    ),
+    ("https://x.example/?pwd=s3cr3t#top", "https://x.example/?pwd=[REDACTED:query-password]#top"),
+    ("/api?Password=Tr0ub4dor&x=1", "/api?Password=[REDACTED:query-password]&x=1"),
+    (f"gitlab {GITLAB}.", "gitlab [REDACTED:gitlab-token]."),
+    (f"HF token {HUGGINGFACE} set", "HF token [REDACTED:huggingface-token] set"),
+    (f"sendgrid: {SENDGRID}", "sendgrid: [REDACTED:sendgrid-key]"),
+    (f"oauth {GOOGLE_OAUTH} ok", "oauth [REDACTED:google-oauth-token] ok"),
+    (
+        f"POST https://hooks.slack.com/services/{SLACK_HOOK} done",
+        "POST https://hooks.slack.com/services/[REDACTED:slack-webhook] done",
+    ),
 ]
 
 #: Ordinary text that no rule may touch.
@@ -162,6 +204,17 @@ NEGATIVES = [
     "password=null, token: true, secret=None",
     "eyJhbGciOiJIUzI1NiJ9 alone is not a token",
     "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+    "tests/test_auth.py::TestToken::test_refresh[Secret::new]",
+    # Near misses of each rule below.
+    "AccountName=acme;AccountKey=;EndpointSuffix=core.windows.net and AccountKey=short",
+    "the Ocp-Apim-Subscription-Key header goes on every request",
+    "Authorization: Token required for every endpoint; the Token authentication scheme",
+    "https://x.example/?passenger=3&passage=north&compass=12345678 and ?pass=&x=1",
+    "glpat- is GitLab's prefix; glpat-short and the glpatterns module",
+    "hf_hub_download and hf_transfer_enabled_for_all_of_the_models_here are functions",
+    "SG.short.name and SG.a.b are not keys",
+    "ya29. starts a Google token; ya29.tooshort",
+    "see https://hooks.slack.com/services/ and https://api.slack.com/messaging/webhooks",
 ]
 
 USAGE = {
@@ -272,6 +325,8 @@ def test_secrets_in_dict_keys_are_hidden_too(redactor: Redactor) -> None:
         ("private_key", "private-key"),
         ("credentials", "credentials"),
         ("token_", "token"),
+        ("Ocp-Apim-Subscription-Key", "subscription-key"),
+        ("subscription_key", "subscription-key"),
     ],
 )
 def test_secret_named_keys(redactor: Redactor, key: str, label: str) -> None:
@@ -402,6 +457,58 @@ def test_a_value_containing_another_is_hidden_whole() -> None:
 def test_short_path_digit_and_unnamed_values_are_ignored(value: str) -> None:
     redactor = Redactor(environ=ENV)
     assert redactor.redact(f"a {value} b") == f"a {value} b"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PGPASSWORD",
+        "MYSQL_PWD",
+        "HF_TOKEN",
+        "APIKEY",
+        "VAULT_AUTH",
+        "SECRETS",
+        "DB_PASS",
+        "MyToken",
+    ],
+)
+def test_environment_names_are_matched_on_their_parts(name: str) -> None:
+    redactor = Redactor(environ={name: "c0rrect-horse-42"})
+    assert redactor.redact("pw c0rrect-horse-42.") == f"pw [REDACTED:env:{name}]."
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Known variables that hold no secret, though their names hold one of the parts.
+        "PWD",
+        "OLDPWD",
+        "GIT_AUTHOR_NAME",
+        "XAUTHORITY",
+        "KEYBOARD_LAYOUT",
+        "TOKENIZERS_PARALLELISM",
+        # Names of settings: an address, a file, a mode.
+        "NEXTAUTH_URL",
+        "AUTH0_DOMAIN",
+        "SSH_KEY_PATH",
+        "API_TOKEN_FILE",
+        "AUTH_MODE",
+        # Short words count only whole: a passport, a path, a pattern.
+        "PASSPORT_OFFICE",
+        "PYTHONPATH",
+        "PATTERN",
+    ],
+)
+def test_known_non_secret_environment_names_are_left_alone(name: str) -> None:
+    redactor = Redactor(environ={name: "c0rrect-horse-42"})
+    assert redactor.redact("pw c0rrect-horse-42.") == "pw c0rrect-horse-42."
+
+
+def test_an_allowed_word_does_not_hide_a_secret_part_beside_it() -> None:
+    environ = {"GIT_AUTHOR_TOKEN": "c0rrect-horse-42", "HTTP_AUTHORIZATION": "battery-staple-7"}
+    assert Redactor(environ=environ).redact("c0rrect-horse-42 battery-staple-7") == (
+        "[REDACTED:env:GIT_AUTHOR_TOKEN] [REDACTED:env:HTTP_AUTHORIZATION]"
+    )
 
 
 def test_the_environment_layer_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -771,6 +878,24 @@ SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
     _secret(ALNUM, 12)
     .map(lambda s: (f"Basic {base64.b64encode(f'u{s}:p{s}'.encode()).decode()}",) * 2)
     .map(lambda p: (p[0], p[0].split(" ", 1)[1])),
+    st.tuples(st.sampled_from(["glpat-", "gldt-", "glrt-"]), _secret(B64URL, 20)).map(
+        lambda p: (p[0] + p[1],) * 2
+    ),
+    _with_mixed(ALNUM, 34).map(lambda s: ("hf_" + s,) * 2),
+    st.tuples(_secret(B64URL, 22), _secret(B64URL, 43)).map(lambda p: (f"SG.{p[0]}.{p[1]}",) * 2),
+    _secret(B64URL, 60).map(lambda s: ("ya29." + s,) * 2),
+    st.tuples(_secret(UPPER, 8), _secret(UPPER, 8), _with_mixed(ALNUM, 24)).map(
+        lambda p: (f"https://hooks.slack.com/services/T{p[0]}/B{p[1]}/{p[2]}", p[2])
+    ),
+    st.tuples(
+        st.sampled_from(["AccountKey", "SharedAccessKey"]), _with_mixed(ALNUM + "+/", 44)
+    ).map(lambda p: (f"Protocol=https;{p[0]}={p[1]}==;Suffix=net", p[1])),
+    _secret(HEX, 30).map(lambda s: (f"Ocp-Apim-Subscription-Key: f7{s}", "f7" + s)),
+    _secret(HEX, 38).map(lambda s: (f"Authorization: Token e9{s}", "e9" + s)),
+    st.tuples(
+        st.sampled_from(["?pass=", "&pass=", "?pwd=", "&password=", "?passphrase="]),
+        _with_mixed(ALNUM + "!$%*+.-@", 12),
+    ).map(lambda p: (f"https://h.example/p{p[0]}{p[1]}&next=1", p[1])),
 )
 
 
@@ -836,6 +961,8 @@ KEY_WORDS = st.sampled_from(
         "input_tokens",
         "passwords",
         "secrets",
+        "subscription_key",
+        "Ocp-Apim-Subscription-Key",
     ]
 )
 

@@ -39,9 +39,15 @@ UNITS = [
     "aws_secret_access_key=", "[REDACTED:x]", "[REDACTED:", 'key": ', '\\"token\\": \\"',
     "token,", "k", "key", "apikey", "secret_access_key ", "secretkey:", "passw", "sec", "c",
     "credentials=", "sk-eyJ://a:b@Bearer api_key=AKIA-----BEGIN xoxb-ghp_ ",
+    "glpat-", "glpat-aaaaaaaaaaaaaaaaaaaa.", "hf_", "hf_a", "SG.", "SG.aaaaaaaaaaaaaaaa.", "ya29.",
+    "hooks.slack.com/services/", "hooks.slack.com/services/T1/", "AccountKey=", "AccountKey= ",
+    "SharedAccessKey=a", "Authorization: Token ", "Authorization: Token a", "?pass=", "&pwd=a",
+    "?password", "Ocp-Apim-Subscription-Key: ", "subscription_key=",
 ]
 HEADS = ["eyJ", "sk-", "a://b:", "-----BEGIN PRIVATE KEY-----", 'password="', "Bearer ", "Basic ",
-         "AIza", "xoxb-", "ghp_", "sk_live_", "aws_secret_access_key", "token"]
+         "AIza", "xoxb-", "ghp_", "sk_live_", "aws_secret_access_key", "token", "glpat-", "hf_",
+         "SG.", "ya29.", "hooks.slack.com/services/T", "AccountKey=", "Authorization: Token ",
+         "?pass=", "Ocp-Apim-Subscription-Key: "]
 inputs = [(unit * (N // len(unit) + 1))[:N] for unit in UNITS]
 inputs += [head + "a" * N for head in HEADS] + [head + " " * N for head in HEADS]
 redactor = Redactor(environ={"X_TOKEN": "abcdefgh12", "Y_SECRET": "abcdefgh12345"})
@@ -82,7 +88,9 @@ FRAGMENTS = [
     "rk_test_", "AKIA", "ASIA", "-----BEGIN ", "PRIVATE KEY-----", "RSA ", "-----END ",
     "[REDACTED:", "[REDACTED:x]", "[REDACTED:api-key]", "postgres", "https", "user", "host", "null",
     "true", "é", "\u00a0", "\u2028", "Q7", "wJalrXUtnFEMI/K7MDENG", "bPxRfiCYEXAMPLEKEY", "hunter2",
-    "x", "y1", "tok3n-value-xyz", 'p"w\\12345678',
+    "x", "y1", "tok3n-value-xyz", 'p"w\\12345678', "glpat-", "hf_", "Q7hRt5", "SG.", "ya29.",
+    "hooks.slack.com/services/", "T0AB12CD/", "AccountKey=", "SharedAccessKey=", "Token ",
+    "?pass=", "&pwd=", "Ocp-Apim-Subscription-", "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3",
 ]  # fmt: skip
 TEXT = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
 LEAF = st.one_of(

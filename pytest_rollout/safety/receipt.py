@@ -39,8 +39,9 @@ from typing import Any, Final
 import orjson
 
 from ..errors import RolloutFileError
-from ..format.files import Unreadable, atomic_write, read_regular
+from ..format.files import Unreadable, read_regular, sync_directory
 from ..format.loader import read_rollout_bytes
+from .pending import PendingFile
 from .sanitize import excerpt, sanitize
 
 __all__ = [
@@ -310,7 +311,8 @@ def make_receipt(data: bytes, *, redaction_mode: str, rules_sha256: str) -> Rece
 
 def write_receipt(golden: Path, receipt: Receipt) -> None:
     """Write the receipt of ``golden`` beside it, atomically; an identical receipt is left
-    untouched. The caller keeps ``golden`` inside its directory."""
+    untouched. The caller keeps ``golden`` inside its directory. (A golden written together
+    with its receipt goes through ``write_golden_and_receipt`` of the session layer.)"""
     target = receipt_path(golden)
     data = receipt.to_bytes(golden.name)
     try:
@@ -318,7 +320,9 @@ def write_receipt(golden: Path, receipt: Receipt) -> None:
     except Unreadable:
         unchanged = False
     if not unchanged:
-        atomic_write(target, data)
+        with PendingFile(target, data) as pending:
+            pending.commit()
+        sync_directory(target.parent)
 
 
 class ReceiptStatus(StrEnum):

@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import orjson
 
+from .names import name_marker, redact_name, redact_test_id
 from .redact_gate import Gate, build_gate
 from .redact_rules import (
     BUILTIN_RULES,
@@ -110,6 +111,8 @@ class Redactor:
         "_extra_keys",
         "_extra_search",
         "_key_cache",
+        "_name_cache",
+        "_names",
         "_scan_gate",
         "_search",
         "_strings",
@@ -145,6 +148,8 @@ class Redactor:
         self._scan_gate = build_gate(all_rules, [*json_forms, *raw_forms], names)
         hashed = self.mode is RedactionMode.HASHED
         self._strings = TextRedactor(all_rules, secrets, gate, hashed=hashed)
+        self._names = self._strings.with_marker(name_marker)
+        self._name_cache: dict[str, str] = {}
         self._unpack_fast_path(gate)
 
     def _unpack_fast_path(self, gate: Gate | None) -> None:
@@ -202,6 +207,22 @@ class Redactor:
         if self.mode is RedactionMode.NONE:
             return None
         return orjson.dumps(redacted)
+
+    def redact_name(self, text: str) -> str:
+        """``text`` (a part of a test id) with each secret written as a token that is safe in
+        a file name, ``REDACTED-<label>-<digest>``, in every mode (``full`` included): see
+        :mod:`~pytest_rollout.safety.names`. ``text`` itself when it holds no secret."""
+        found = self._name_cache.get(text)
+        if found is None:
+            found = redact_name(text, self._names)
+            if len(self._name_cache) < _KEY_CACHE_SIZE:
+                self._name_cache[text] = found
+        return found
+
+    def redact_test_id(self, nodeid: str) -> str:
+        """A pytest node id as reports and receipts show it: :meth:`redact_name` applied to
+        each of its parts."""
+        return redact_test_id(nodeid, self.redact_name)
 
     def contains_secret(self, value: Any) -> bool:
         """Whether ``value`` holds anything :meth:`redact` would hide (in any mode)."""

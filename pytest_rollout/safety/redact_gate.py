@@ -36,11 +36,12 @@ _UPPER_OR_DIGIT: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 #: A run of blanks, written plainly or JSON-escaped.
 _BLANKS: Final = rb"(?:[ \t]|\\t)++"
 #: k: token, key, cookie, sk-; c: secret, credential; w: password; z: authorization;
-#: b: bearer, basic, BEGIN; g: ghp_; J: eyJ; x: xoxb-; A: AKIA, AIza; /: ://. Chosen by
-#: measurement: every anchor byte in a payload costs a few tens of nanoseconds. Two
-#: anchors share one image, so a word's letters after its anchor should not be anchors
-#: themselves (``key`` with a ``y`` anchor would look like ``web``, ``bec``, ...).
-_ANCHORS: Final = b"kKcCwWzZbBgJxA/"
+#: b: bearer, basic, BEGIN; g: ghp_, glpat-; J: eyJ; x: xoxb-; A: AKIA, AIza; /: ://;
+#: f: hf_; G: SG.; 9: ya29.; ? and &: ?pass=. Chosen by measurement: every anchor byte in
+#: a payload costs a few tens of nanoseconds. Two anchors share one image, so a word's
+#: letters after its anchor should not be anchors themselves (``key`` with a ``y`` anchor
+#: would look like ``web``, ``bec``, ...).
+_ANCHORS: Final = b"kKcCwWzZbBgGJxA/f9?&"
 #: How common a byte is in ordinary payloads (lower: a better anchor for an env value).
 _RARE_FIRST: Final = (
     b"!#$%&*+;<>?@^`|~'()[]{}="
@@ -190,10 +191,18 @@ _RULE_WORDS: Final[Mapping[str, _Words]] = {
         tail=_then(_UPPER_OR_DIGIT, 16),
     ),
     # The ":" and "=" forms are the key words' own.
+    "gitlab-token": _Words((b"glpat-", b"gldt-", b"glrt-", b"glptt-", b"glft-")),
+    "huggingface-token": _Words((b"hf_",), at=1, tail=_then(_ALNUM, 30)),
+    "sendgrid-key": _Words((b"SG.",), at=1, tail=_then(_B64URL, 16)),
+    "google-oauth-token": _Words((b"ya29.",), at=3, tail=_then(_B64URL, 20)),
     "aws-secret-key": _Words((b"key",), ci=True, tail=_then(_B64, 40, blanks=True)),
+    "azure-storage-key": _Words(()),  # the key layer's "key" followed by "="
+    "slack-webhook": _Words((b"hooks.slack.com/",)),
     "url-password": _Words((b"://",), tail=_userinfo),
+    "query-password": _Words((b"?pass", b"&pass", b"?pwd", b"&pwd"), ci=True),
     "bearer": _Words((b"bearer",), ci=True),
     "basic-auth": _Words((b"basic",), ci=True, tail=_then(_B64, 8, blanks=True)),
+    "token-auth": _Words(()),  # the key layer's "authorization" followed by ":" or "="
     "credential-pair": _Words(()),  # its words are the key layer's
 }
 _BUILTIN_BY_LABEL: Final[Mapping[str, Rule]] = {rule.label: rule for rule in BUILTIN_RULES}

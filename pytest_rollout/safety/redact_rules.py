@@ -45,6 +45,7 @@ __all__ = [
     "Rule",
     "SpanCheck",
     "builtin_key_label",
+    "env_name_is_secret",
     "env_secrets",
     "normalize_key",
     "suffix_label",
@@ -152,6 +153,41 @@ _AWS_SECRET: Final = Rule(
     r"(?:[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?|[ \t]++)"
     r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
 )
+_GITLAB: Final = Rule(
+    "gitlab-token",
+    # Personal, deploy, runner, pipeline-trigger and feed tokens; newer ones carry dotted parts.
+    r"gl(?<![A-Za-z0-9_-]gl)(?:pat|dt|rt|ptt|ft)-[A-Za-z0-9_-]{20,}+(?:\.[A-Za-z0-9_-]++)*+",
+)
+_HUGGINGFACE: Final = Rule(
+    "huggingface-token",
+    # At least one capital or digit, so that a long snake_case name is left alone.
+    r"hf_(?<![A-Za-z0-9_-]hf_)(?=[a-z]*+[A-Z0-9])[A-Za-z0-9]{30,}+",
+)
+_SENDGRID: Final = Rule(
+    "sendgrid-key", r"SG\.(?<![A-Za-z0-9_-]SG\.)[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+"
+)
+_GOOGLE_OAUTH: Final = Rule(
+    "google-oauth-token", r"ya29\.(?<![A-Za-z0-9_-]ya29\.)[A-Za-z0-9_-]{20,}+"
+)
+_SLACK_WEBHOOK: Final = Rule(
+    "slack-webhook",
+    # The path of a webhook URL is its credential: team, bot or workflow, then the secret.
+    r"hooks(?<![A-Za-z0-9_.-]hooks)\.slack\.com/(?:services|workflows|triggers)/"
+    r"(?P<secret>T[A-Za-z0-9]++/[A-Za-z0-9_/-]++)",
+)
+_AZURE_STORAGE: Final = Rule(
+    "azure-storage-key",
+    # AccountKey= (storage) and SharedAccessKey= (Service Bus, Event Hubs) in a connection
+    # string; the value is base64. Entered at the "k" of "key", like the other key names.
+    r"[Kk](?i:ey)(?:(?<=(?i:accountkey))|(?<=(?i:sharedaccesskey)))[ \t]*+=[ \t]*+"
+    r"(?P<secret>[A-Za-z0-9+/]{20,}+={0,2}+)",
+)
+_QUERY_PASSWORD: Final = Rule(
+    "query-password",
+    # ?pass=, &pwd=, &password=, ?passphrase= in a URL's query string.
+    r"[?&](?:(?i:pass)(?:(?i:word|wd|phrase))?+|(?i:pwd))="
+    rf"(?P<secret>[^&#\s\"'<>\\{_CTRL}]++)",
+)
 _URL_PASSWORD: Final = Rule(
     "url-password",
     # scheme://user:password@host. The group runs to the end of the authority; the
@@ -170,9 +206,16 @@ _BASIC: Final = Rule(
     rf"{_ci('basic')}(?<![A-Za-z0-9_-]{_ci('basic')})[ \t]++"
     r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2}+)(?![A-Za-z0-9+/=])",
 )
+_TOKEN_AUTH: Final = Rule(
+    "token-auth",
+    # "Authorization: Token <credential>" (Django REST framework and others); the credential
+    # holds a digit, so "Authorization: Token required" is prose.
+    rf"{_ci('authorization')}[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?{_ci('token')}[ \t]++"
+    r"(?P<secret>(?=[A-Za-z._~+/-]*+[0-9])[A-Za-z0-9._~+/-]{8,}+=*+)",
+)
 _KEY_NAMES: Final = "|".join(
     f"(?<=(?i:{word}{sep}key))"
-    for word in ("api", "private", "secret", "secretaccess", "secret[_.-]access")
+    for word in ("api", "private", "secret", "secretaccess", "secret[_.-]access", "subscription")
     for sep in ("", "[_.-]")
 )
 #: The names of a credential pair, ending the name (token, access_token, api_key, api-key,
@@ -186,8 +229,9 @@ _PAIR_WORD: Final = (
 _CREDENTIAL_PAIR: Final = Rule(
     "credential-pair",
     # api_key=..., "password": "...", access_token: ..., ?client_secret=...&; a quoted value
-    # runs to its closing quote, a bare one to whitespace, a quote, & , or ;.
-    _PAIR_WORD + r"[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?"
+    # runs to its closing quote, a bare one to whitespace, a quote, & , or ;. A "::" is a
+    # scope (a test id's TestToken::test_refresh), not a pair.
+    _PAIR_WORD + r"[\"']?[ \t]*+(?>=>|[:=])(?!:)[ \t]*+[\"']?"
     r"(?!\[REDACTED:)(?!(?i:null|true|false|none)(?![A-Za-z0-9_]))"
     rf"(?P<secret>(?<=\")[^\"{_CTRL}]++(?=\")|(?<=')[^'{_CTRL}]++(?=')"
     rf"|[^\s\"'&,;\\{_CTRL}]++)",
@@ -203,11 +247,19 @@ BUILTIN_RULES: Final[tuple[Rule, ...]] = (
     _SLACK,
     _GOOGLE,
     _STRIPE,
+    _GITLAB,
+    _HUGGINGFACE,
+    _SENDGRID,
+    _GOOGLE_OAUTH,
     _AWS_ACCESS,
     _AWS_SECRET,
+    _AZURE_STORAGE,
+    _SLACK_WEBHOOK,
     _URL_PASSWORD,
+    _QUERY_PASSWORD,
     _BEARER,
     _BASIC,
+    _TOKEN_AUTH,
     _CREDENTIAL_PAIR,
 )
 
@@ -269,6 +321,7 @@ SECRET_KEYS: Final = frozenset(
         "privatekey",
         "secretkey",
         "secretaccesskey",
+        "subscriptionkey",
         "credential",
         "credentials",
         "xamzsecuritytoken",
@@ -278,6 +331,7 @@ SECRET_KEYS: Final = frozenset(
 #: (normalized suffix, final word written unbroken, label), longest suffixes first. Every
 #: name of SECRET_KEYS ends with one of these suffixes.
 KEY_SUFFIXES: Final = (
+    (b"subscriptionkey", b"key", "subscription-key"),
     (b"secretaccesskey", b"key", "secret"),
     (b"authorization", b"authorization", "authorization"),
     (b"credentials", b"credentials", "credentials"),
@@ -320,32 +374,53 @@ def suffix_label(name: bytes) -> str | None:
 
 # -- the environment layer ------------------------------------------------------------
 
-_ENV_WORDS: Final = frozenset(
-    {
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "PASS",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "APIKEY",
-        "DSN",
-        "PAT",
-    }
+#: Parts of a variable's name that make its value a secret, found anywhere in the name
+#: (``PGPASSWORD``, ``MYSQL_PWD``, ``HF_TOKEN``, ``OPENAI_API_KEY``, ``VAULT_AUTH``).
+_ENV_PARTS: Final = ("PASSWORD", "PASSWD", "PWD", "TOKEN", "SECRET", "KEY", "CREDENTIAL", "AUTH")
+#: Short words that make a value a secret only as a whole ``_``-separated word of the name
+#: (inside a word they are ordinary: ``PASSPORT``, ``PATH``).
+_ENV_WORDS: Final = frozenset({"PASS", "DSN", "PAT"})
+#: What is taken out of a name before the parts are looked for: known variables whose value
+#: is no secret although their name holds one of the parts. ``PWD`` and ``OLDPWD`` are
+#: working directories, ``XAUTHORITY`` the path of the X cookie file (not the cookie),
+#: ``AUTHOR`` the ``GIT_AUTHOR_*`` name, e-mail and date (``AUTHORIZATION`` stays a secret),
+#: ``KEYBOARD``, ``KEYMAP``, ``KEYTABLE`` a keyboard layout, ``TOKENIZERS`` the switches of
+#: Hugging Face's tokenizers (``TOKENIZERS_PARALLELISM``).
+_ENV_NOT_SECRET: Final = re.compile(
+    r"^(?:OLD)?PWD$|XAUTHORITY|AUTHOR(?!IZ)|KEYBOARD|KEYMAP|KEYTABLE|TOKENIZERS"
+)
+#: The last word of a name that holds settings, not a secret (``NEXTAUTH_URL``,
+#: ``AUTH0_DOMAIN``, ``SSH_KEY_PATH``, ``API_TOKEN_FILE``, ``AUTH_MODE``): each occurrence of
+#: such a value in a run would be hidden, and with it every URL or word that repeats it. A
+#: password inside a URL is found by the patterns all the same.
+_ENV_SETTING_WORDS: Final = frozenset(
+    {"URL", "URI", "HOST", "DOMAIN", "ENDPOINT", "REGION", "PATH", "FILE", "DIR", "MODE", "TYPE"}
 )
 _ENV_MIN_LENGTH: Final = 8
 
 
+def env_name_is_secret(name: str) -> bool:
+    """Whether the value of the environment variable ``name`` is treated as a secret."""
+    upper = _ENV_NOT_SECRET.sub("_", name.upper())
+    words = upper.split("_")
+    if len(words) > 1 and words[-1] in _ENV_SETTING_WORDS:
+        return False
+    if any(part in upper for part in _ENV_PARTS):
+        return True
+    return not _ENV_WORDS.isdisjoint(words)
+
+
 def env_secrets(environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(value, label) of every secret-looking variable, longest value first."""
+    """(value, label) of every secret-looking variable, longest value first. Values shorter
+    than 8 characters, absolute paths and plain numbers are left out: they would hide
+    ordinary text (the working directory in every path, a port number)."""
     found: dict[str, str] = {}
     for name in sorted(environ):
         value = environ[name]
-        if not isinstance(value, str) or not _ENV_WORDS.intersection(name.upper().split("_")):
+        if not isinstance(value, str) or len(value) < _ENV_MIN_LENGTH:
             continue
-        if len(value) < _ENV_MIN_LENGTH or value.startswith("/") or value.isdigit():
+        if value.startswith("/") or value.isdigit():
             continue
-        found.setdefault(value, "env:" + re.sub(r"[^A-Za-z0-9_.:-]", "_", name))
+        if env_name_is_secret(name):
+            found.setdefault(value, "env:" + re.sub(r"[^A-Za-z0-9_.:-]", "_", name))
     return sorted(found.items(), key=lambda item: (-len(item[0]), item[0]))

@@ -11,9 +11,10 @@ passes repeat until nothing changes.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 import orjson
@@ -128,7 +129,7 @@ class TextRedactor:
     ``hashed`` writes the digest of each secret into its marker.
     """
 
-    __slots__ = ("_gate", "_hashed", "_raw_steps", "_steps")
+    __slots__ = ("_custom", "_gate", "_hashed", "_raw_steps", "_steps")
 
     def __init__(
         self,
@@ -141,9 +142,19 @@ class TextRedactor:
         self._steps, self._raw_steps = _compile_steps(rules, secrets)
         self._gate = gate
         self._hashed = hashed
+        self._custom: Callable[[str, str], str] | None = None
+
+    def with_marker(self, marker: Callable[[str, str], str]) -> TextRedactor:
+        """A redactor finding the same secrets that writes ``marker(label, secret)`` in
+        their place; what it returns must be a marker (:data:`MARKER`)."""
+        other = copy.copy(self)
+        other._custom = marker
+        return other
 
     def marker(self, label: str, secret: str) -> str:
         """What is written in place of ``secret``."""
+        if self._custom is not None:
+            return self._custom(label, secret)
         if self._hashed:
             digest = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
             return f"[REDACTED:{label}:sha256:{digest}]"

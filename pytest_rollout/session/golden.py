@@ -1,13 +1,26 @@
 """Golden files: where each test's golden lives, and how it is written and pruned.
 
-A golden is an ordinary rollout file. It is written atomically (a temporary file in the
-same directory, flushed to disk, then renamed over the old one), only inside the golden
+A golden is an ordinary rollout file, named after its test id with every secret in the id
+redacted (:mod:`~pytest_rollout.safety.names`). It is written only inside the golden
 directory, and only when its canonical content changed, so re-recording an unchanged run
 leaves the file byte-identical.
+
+A golden and its receipt are written as one unit (:func:`write_golden_and_receipt`). Both
+are first written whole as pending files beside their targets
+(:mod:`~pytest_rollout.safety.pending`); then the receipt is renamed into place, which is
+the commit point, and the golden after it. A crash before the commit point leaves the old
+pair and stale pending files; a crash after it leaves the new receipt, the old golden and
+the new golden's pending file, whose bytes the new receipt vouches for. :func:`settle`,
+run before every write into a golden folder and before a golden is read, tells the two
+apart from the files alone: it renames a stale pending golden into place when its receipt
+names its digest (the write had passed its commit point) and removes every other stale
+pending file. So after any crash, once the folder is settled, a golden and its receipt are
+both the old pair or both the new.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -18,8 +31,27 @@ from typing import Final
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions, canonicalize
 from ..errors import RolloutError, RolloutFormatError
-from ..format.files import atomic_write, contained
-from ..format.loader import Rollout, load, loads
+from ..format.files import (
+    SecretInFileError,
+    Unreadable,
+    atomic_write,
+    contained,
+    read_regular,
+    sync_directory,
+)
+from ..format.loader import DEFAULT_LIMITS, Rollout, load, loads, read_rollout_bytes
+from ..safety.names import redact_test_id
+from ..safety.pending import Claim, PendingFile, claim_stale
+from ..safety.receipt import (
+    MAX_RECEIPT_BYTES,
+    RECEIPT_SUFFIX,
+    Receipt,
+    ReceiptError,
+    ReceiptStatus,
+    make_receipt,
+    receipt_path,
+    verify,
+)
 
 __all__ = [
     "GoldenEditedError",
@@ -30,8 +62,11 @@ __all__ = [
     "golden_path",
     "module_dir",
     "prune_empty_dirs",
+    "recover_pair",
     "safe_name",
+    "settle",
     "write_golden",
+    "write_golden_and_receipt",
 ]
 
 SUFFIX: Final = ".jsonl"
@@ -87,12 +122,23 @@ def safe_name(name: str) -> str:
     return f"{cleaned[: _MAX_NAME - 9]}-{digest}"
 
 
-def golden_path(golden_dir: Path, nodeid: str, name: str | None = None) -> Path:
+def golden_path(
+    golden_dir: Path,
+    nodeid: str,
+    name: str | None = None,
+    *,
+    redact_name: Callable[[str], str] | None = None,
+) -> Path:
     """``<golden dir>/<test file path without .py>/<test name>.jsonl`` for a test node id.
 
-    ``name`` (from the marker) replaces the test name. Every component is made safe, so
-    the result is always inside ``golden_dir``.
+    ``name`` (from the marker) replaces the test name. ``redact_name`` (a redactor's
+    :meth:`~pytest_rollout.safety.redact.Redactor.redact_name`) replaces each secret in the
+    id's parts and in ``name`` first; a name without one is unchanged. Every component is
+    then made safe, so the result is always inside ``golden_dir``.
     """
+    if redact_name is not None:
+        nodeid = redact_test_id(nodeid, redact_name)
+        name = None if name is None else redact_name(name)
     file_part, _, rest = nodeid.partition("::")
     module = file_part[:-3] if file_part.endswith(".py") else file_part
     parts = [p for p in module.replace("\\", "/").split("/") if p and p != "."]
@@ -111,9 +157,12 @@ def golden_path(golden_dir: Path, nodeid: str, name: str | None = None) -> Path:
     return golden_dir.joinpath(*components)
 
 
-def module_dir(golden_dir: Path, nodeid: str) -> Path:
+def module_dir(
+    golden_dir: Path, nodeid: str, *, redact_name: Callable[[str], str] | None = None
+) -> Path:
     """The directory that holds the goldens of the test file of ``nodeid``."""
-    return golden_path(golden_dir, nodeid.partition("::")[0] + "::_").parent
+    file_part = nodeid.partition("::")[0]
+    return golden_path(golden_dir, file_part + "::_", redact_name=redact_name).parent
 
 
 class WriteResult(StrEnum):
@@ -135,7 +184,8 @@ def write_golden(
     scan: Callable[[bytes], str | None] | None = None,
     keep_unchanged: bool = True,
 ) -> WriteResult:
-    """Write ``data`` (a whole rollout) as the golden at ``path``, atomically.
+    """Write ``data`` (a whole rollout) as the golden at ``path``, atomically, without its
+    receipt (the plugin records goldens with :func:`write_golden_and_receipt`).
 
     Nothing is written when the existing golden has the same canonical content. The new
     content is validated by the loader first, so a golden is always loadable, and ``path``
@@ -159,6 +209,138 @@ def write_golden(
                 return WriteResult.UNCHANGED
     atomic_write(target, data, scan=scan)
     return WriteResult.UPDATED if existed else WriteResult.CREATED
+
+
+def write_golden_and_receipt(
+    golden_dir: Path,
+    path: Path,
+    data: bytes,
+    options: CanonicalOptions = DEFAULT_OPTIONS,
+    *,
+    redaction_mode: str,
+    rules_sha256: str,
+    scan: Callable[[bytes], str | None] | None = None,
+) -> WriteResult:
+    """Write ``data`` (a whole rollout) as the golden at ``path`` together with its receipt,
+    as one unit (see the module documentation).
+
+    Nothing is written when the golden matches its receipt and has the same canonical
+    content. The new content is validated by the loader first, ``path`` must be inside
+    ``golden_dir`` (checked before any directory is made), and the folder is settled first,
+    which removes what interrupted writes left. ``scan`` is the redactor's last look at the
+    bytes: when it names a secret, :class:`~pytest_rollout.format.files.SecretInFileError`
+    is raised and nothing is written.
+    """
+    new = loads(data, path=str(path))
+    target = contained(golden_dir, path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target = contained(golden_dir, path)  # a directory swapped for a symlink meanwhile
+    settle(target.parent)
+    existed = target.exists()
+    if existed and _sealed_and_unchanged(target, new, options):
+        return WriteResult.UNCHANGED
+    if scan is not None and (label := scan(data)) is not None:
+        raise SecretInFileError(target, label)
+    receipt = make_receipt(data, redaction_mode=redaction_mode, rules_sha256=rules_sha256)
+    _commit_pair(target, data, receipt.to_bytes(target.name))
+    return WriteResult.UPDATED if existed else WriteResult.CREATED
+
+
+def _sealed_and_unchanged(target: Path, new: Rollout, options: CanonicalOptions) -> bool:
+    """Whether the golden at ``target`` matches its receipt and has ``new``'s content."""
+    try:
+        data = read_rollout_bytes(target)
+        if verify(target, data).status is not ReceiptStatus.OK:
+            return False
+        old = loads(data, path=str(target))
+    except RolloutFormatError:
+        return False  # a broken golden is replaced
+    return _canonical_keys(old, options) == _canonical_keys(new, options)
+
+
+def _commit_pair(target: Path, data: bytes, receipt_data: bytes) -> None:
+    """Put ``data`` at ``target`` and ``receipt_data`` beside it; the receipt's rename is
+    the commit point."""
+    directory = target.parent
+    with (
+        PendingFile(target, data) as golden,
+        PendingFile(receipt_path(target), receipt_data) as receipt,
+    ):
+        golden.keep()  # once the receipt may name it, only settle() decides its fate
+        try:
+            receipt.commit()
+            sync_directory(directory)  # the commit is on disk before the golden moves
+            golden.commit()
+        except BaseException:
+            golden.close()
+            with contextlib.suppress(OSError):
+                settle(directory)
+            raise
+    sync_directory(directory)
+
+
+def settle(directory: Path) -> list[str]:
+    """Finish or undo the interrupted writes of a golden folder; the names of the goldens
+    that were put in place.
+
+    A stale pending golden whose receipt names its digest (and not that of the golden in
+    place) is renamed into place; every other stale pending golden or receipt is removed.
+    Pending files whose writer is alive are left alone.
+    """
+    finished: list[str] = []
+    for claim in claim_stale(directory, _in_golden_folder):
+        try:
+            if claim.target.endswith(SUFFIX) and _vouched(claim, directory / claim.target):
+                claim.finish()
+                finished.append(claim.target)
+            else:
+                claim.remove()
+        except OSError:  # left for the next time the folder is settled
+            continue
+    if finished:
+        sync_directory(directory)
+    return finished
+
+
+def recover_pair(golden_dir: Path, path: Path) -> bool:
+    """Settle the folder of the golden at ``path`` before it is read; whether that golden
+    was an interrupted write now put in place. Never raises for what it cannot fix."""
+    try:
+        target = contained(golden_dir, path)
+    except RolloutError:
+        return False
+    if not target.parent.is_dir():
+        return False
+    return target.name in settle(target.parent)
+
+
+def _in_golden_folder(target: str) -> bool:
+    return target.endswith((SUFFIX, SUFFIX + RECEIPT_SUFFIX))
+
+
+def _vouched(claim: Claim, golden: Path) -> bool:
+    """Whether ``golden``'s receipt names the bytes of ``claim``, and not those of
+    ``golden`` itself."""
+    receipt = _receipt_of(golden)
+    if receipt is None:
+        return False
+    data = claim.read(DEFAULT_LIMITS.total_bytes)
+    if data is None or hashlib.sha256(data).hexdigest() != receipt.sha256:
+        return False
+    try:
+        current = read_regular(str(golden), DEFAULT_LIMITS.total_bytes, "golden")
+    except Unreadable:
+        return True  # no golden yet: its first write was interrupted
+    return hashlib.sha256(current).hexdigest() != receipt.sha256
+
+
+def _receipt_of(golden: Path) -> Receipt | None:
+    path = receipt_path(golden)
+    try:
+        raw = read_regular(str(path), MAX_RECEIPT_BYTES, "receipt")
+        return Receipt.parse(raw, str(path), file=golden.name)
+    except (Unreadable, ReceiptError):
+        return None
 
 
 def prune_empty_dirs(start: Path, golden_dir: Path) -> None:
