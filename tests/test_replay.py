@@ -11,10 +11,12 @@ from pytest_rollout.diff.divergence import Divergence, DivergenceKind
 from pytest_rollout.replay.recorded import (
     RecordedToolError,
     Replay,
+    TurnRequest,
     new_messages,
     rebuild_error,
     request_hash,
 )
+from pytest_rollout.safety.redact import Redactor
 
 
 def _recording(*, calls: list[tuple[Any, Any, Any]]) -> Replay:
@@ -136,3 +138,25 @@ def test_other_errors_are_not_divergences() -> None:
     loop.__context__ = loop  # a cycle ends the walk
     assert not caused_by_divergence(loop)
     assert not caused_by_divergence(KeyError("b"))
+
+
+def test_a_turn_is_matched_on_the_hash_its_caller_computed_once() -> None:
+    """Replay takes the request's hash as the session computed it (it never hashes the whole
+    request again), and redacts only what it shows when the request does not match."""
+    redactor = Redactor(environ={})
+    r = Recorder()
+    r.emit("run.started", {})
+    r.emit(
+        "llm.turn.started",
+        {"messages": ["hi"], "tools": None, "params": {}, "messages_hash": "0" * 64},
+    )
+    r.emit("llm.turn.completed", {"content": "ok", "tool_calls": []})
+    r.emit("run.completed", {"outcome": "completed"})
+    replay = Replay.from_rollout(r.rollout(), redact=redactor.redact)
+    secret = "sk-proj-" + "Q7abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+    with pytest.raises(ReplayDivergenceError) as info:
+        replay.next_turn(TurnRequest([f"hi {secret}"], None, {}, "1" * 64))
+    assert info.value.divergence.kind is DivergenceKind.PROMPT_MISMATCH
+    assert "[REDACTED:openai-key]" in str(info.value)
+    assert secret not in str(info.value)
+    assert replay.next_turn(TurnRequest(["hi"], None, {}, "0" * 64))["content"] == "ok"

@@ -38,6 +38,8 @@ __all__ = [
     "RecordedProvider",
     "RecordedToolError",
     "Replay",
+    "RequestHistory",
+    "TurnRequest",
     "arguments_hash",
     "new_messages",
     "request_hash",
@@ -59,6 +61,116 @@ def new_messages(previous: Sequence[Any], current: Sequence[Any]) -> list[Any]:
     if len(current) >= len(previous) and list(current[: len(previous)]) == list(previous):
         return list(current[len(previous) :])
     return list(current)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """A model request as its turn records it and replay matches it: the messages new since
+    the previous request, tools and params as sent (the recorder redacts them), and
+    ``messages_hash``, the :func:`request_hash` of the whole request, redacted."""
+
+    messages: Sequence[Any]
+    tools: Any
+    params: Mapping[str, Any]
+    messages_hash: str
+
+
+#: How the canonical form of a request begins, before its first message.
+_OPEN: Final = b'{"messages":['
+
+
+def _is_pair(messages: Sequence[Any]) -> bool:
+    """Whether a message list looks like a ``[name, value]`` pair, which redaction reads as
+    a header (a secret name hides the value): such a list is redacted as a whole."""
+    return len(messages) == 2 and all(isinstance(m, str) for m in messages)
+
+
+class RequestHistory:
+    """The requests of one conversation so far, for hashing each request at the cost of its
+    new messages.
+
+    An agent sends its whole history with every request, so hashing every request whole
+    costs a run the square of its turns. The canonical form of a request is
+    ``{"messages":[m1,...,mN],"params":P,"tools":T}`` (keys sorted), and redaction works
+    string by string, so the canonical bytes of each redacted message never change once
+    encoded: this keeps the sha256 state of ``{"messages":[m1,...,mN`` and, for a request
+    that extends the previous one, redacts and encodes only the messages after it. The
+    digest is byte for byte :func:`request_hash` of the redacted request.
+    """
+
+    __slots__ = ("_last", "_messages", "_redact", "_state")
+
+    def __init__(self, redact: Callable[[Any], Any] | None = None) -> None:
+        self._redact: Callable[[Any], Any] = _as_is if redact is None else redact
+        self._messages: list[Any] = []
+        self._state = hashlib.sha256(_OPEN)
+        # The tools and the params of the last request: their unredacted canonical bytes,
+        # then those of their redacted form.
+        self._last: dict[str, tuple[bytes, bytes]] = {}
+
+    @property
+    def messages(self) -> list[Any]:
+        """The key messages of the conversation so far (the previous request's)."""
+        return self._messages
+
+    def request(
+        self,
+        start: int,
+        new: Sequence[Any],
+        fresh: Sequence[Any],
+        tools: Any,
+        params: Mapping[str, Any],
+    ) -> TurnRequest:
+        """The turn of a request whose key messages are those of the previous request up to
+        ``start`` (0: a conversation begun anew), then ``new``. ``fresh`` are the messages
+        the turn records as new, ``tools`` and ``params`` the request's own."""
+        if start not in (0, len(self._messages)):
+            raise ValueError(f"a request extends {len(self._messages)} messages, not {start}")
+        params = dict(params)
+        tail = self._encoded(new)
+        state = hashlib.sha256(_OPEN) if start == 0 else self._state.copy()
+        if tail:
+            state.update(tail[1:] if start == 0 else tail)
+        messages = [*self._messages[:start], *new]
+        if _is_pair(messages):
+            digest = self._whole(messages, tools, params)
+        else:
+            end = state.copy()
+            end.update(b'],"params":' + self._part("params", params))
+            end.update(b',"tools":' + self._part("tools", tools) + b"}")
+            digest = end.hexdigest()
+        self._messages, self._state = messages, state
+        return TurnRequest(list(fresh), tools, params, digest)
+
+    def whole(self, messages: Any, tools: Any, params: Mapping[str, Any]) -> TurnRequest:
+        """The turn of a request hashed whole (its messages are not a list: what is recorded
+        of messages that cannot be); the conversation starts anew after it."""
+        fresh = new_messages(self._messages, messages)
+        params = dict(params)
+        redact = self._redact
+        digest = request_hash(redact(messages), redact(tools), redact(params))
+        self._messages, self._state = [], hashlib.sha256(_OPEN)
+        return TurnRequest(fresh, tools, params, digest)
+
+    def _encoded(self, messages: Sequence[Any]) -> bytes:
+        """``,m1,m2,...``: each message redacted on its own and canonically encoded."""
+        redact = self._redact
+        return b"".join(b"," + canonical_bytes(redact(m)) for m in messages)
+
+    def _part(self, name: str, value: Any) -> bytes:
+        """The canonical bytes of the redacted tools or params (redacted again only when
+        they changed since the previous request)."""
+        plain = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        last = self._last.get(name)
+        if last is not None and last[0] == plain:
+            return last[1]
+        encoded = canonical_bytes(self._redact(value))
+        self._last[name] = (plain, encoded)
+        return encoded
+
+    def _whole(self, messages: list[Any], tools: Any, params: Mapping[str, Any]) -> str:
+        redact = self._redact
+        return request_hash(redact(messages), redact(tools), redact(params))
 
 
 class RecordedToolError(Exception):
@@ -239,13 +351,15 @@ class Replay:
         ``fresh`` are the request's messages that are new since the previous turn, used to
         say what differs when the request does not match.
         """
-        return Turn.from_event_data(self.next_turn(messages, tools, params, fresh))
+        redact = self.redact
+        digest = request_hash(redact(messages), redact(tools), redact(dict(params)))
+        request = TurnRequest(fresh, tools, params, digest)
+        return Turn.from_event_data(self.next_turn(request))
 
-    def next_turn(
-        self, messages: Any, tools: Any, params: Mapping[str, Any], fresh: Sequence[Any]
-    ) -> Mapping[str, Any]:
+    def next_turn(self, request: TurnRequest) -> Mapping[str, Any]:
         """What :meth:`serve_turn` serves, as recorded: the ``llm.turn.completed`` payload
-        (with the raw response, when an SDK client recorded it)."""
+        (with the raw response, when an SDK client recorded it). ``request`` carries the
+        hash of the whole request, computed once by the caller."""
         step = self._served + 1
         self.begin_turn(step)
         if self._served >= len(self.recording.turns):
@@ -257,15 +371,17 @@ class Replay:
             )
         recorded = self.recording.turns[self._served]
         expected = (recorded.request or {}).get("messages_hash")
-        redact = self.redact
-        messages, tools, params = redact(messages), redact(tools), redact(dict(params))
-        fresh = redact(list(fresh))
-        actual = request_hash(messages, tools, params)
-        if expected is not None and expected != actual:
+        if expected is not None and expected != request.messages_hash:
+            redact = self.redact
             raise self._diverge(
                 DivergenceKind.PROMPT_MISMATCH,
                 recorded.step,
-                self._request_difference(recorded, fresh, tools, params),
+                self._request_difference(
+                    recorded,
+                    redact(list(request.messages)),
+                    redact(request.tools),
+                    redact(dict(request.params)),
+                ),
             )
         recorded.consumed = True
         self._served += 1

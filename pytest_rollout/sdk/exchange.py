@@ -28,7 +28,7 @@ from typing import Any
 from ..diff.divergence import ReplayDivergenceError
 from ..errors import RolloutError
 from ..format.events import DROP_DETECTED
-from ..replay.recorded import new_messages
+from ..replay.recorded import RequestHistory, TurnRequest, new_messages
 from ..replay.turns import Turn
 from .port import TurnPort
 from .pricing import cost_usd
@@ -140,6 +140,8 @@ class Exchange:
     def __init__(self, session: TurnPort) -> None:
         self.session = session
         self._previous: dict[str, list[Any]] = {}
+        self._names: dict[str, dict[str, str]] = {}  # id placeholders given, per API
+        self._histories: dict[str, RequestHistory] = {}
         self._refused: tuple[bytes, RolloutError] | None = None
 
     @property
@@ -190,9 +192,8 @@ class Exchange:
 
     def _answer(self, api: Api, request: WireRequest) -> Answer:
         t0 = time.perf_counter()
-        fresh, key = self._messages(api, request)
         session = self.session
-        data = session.serve_sdk_turn(request, fresh, key)
+        data = session.serve_sdk_turn(self._turn_request(api, request))
         raw = data.get("raw")
         if not isinstance(raw, Mapping):
             raise RolloutError(
@@ -236,8 +237,7 @@ class Exchange:
 
     def open_turn(self, api: Api, request: WireRequest) -> None:
         """Write a live turn's ``llm.turn.started``."""
-        fresh, key = self._messages(api, request)
-        self.session.open_sdk_turn(request, fresh, key)
+        self.session.open_sdk_turn(self._turn_request(api, request))
 
     def complete(
         self,
@@ -255,10 +255,18 @@ class Exchange:
                 turn = Turn(turn.content, turn.tool_calls, turn.usage, cost, turn.model)
         self.session.complete_sdk_turn(turn, latency_ms, raw, ttft_ms)
 
-    def _messages(self, api: Api, request: WireRequest) -> tuple[list[Any], list[Any]]:
-        """The request's messages that are new since this client's previous request of the
-        same API, and the whole list as its key (volatile ids made stable)."""
+    def _turn_request(self, api: Api, request: WireRequest) -> TurnRequest:
+        """The request as its turn records it: the messages new since this client's previous
+        request of the same API, and the hash of the whole conversation with its volatile
+        ids made stable (only the new messages are redacted and hashed)."""
         messages = request.messages
         fresh = new_messages(self._previous.get(api.name, []), messages)
-        self._previous[api.name] = messages
-        return fresh, key_messages(messages)
+        history = self._histories.get(api.name)
+        if history is None:
+            history = self._histories[api.name] = self.session.request_history()
+        start = len(messages) - len(fresh)
+        names = dict(self._names.get(api.name, {})) if start else {}
+        keyed = key_messages(messages[start:], names)
+        turn = history.request(start, keyed, fresh, request.tools, request.params)
+        self._previous[api.name], self._names[api.name] = messages, names
+        return turn

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from ..replay.recorded import RequestHistory, TurnRequest
 from ..replay.turns import Turn
 from .pricing import Price
-from .wire_api import WireRequest
 
 __all__ = ["TurnPort"]
 
@@ -44,15 +44,18 @@ class TurnPort(Protocol):
         turn asked for must have been made by now)."""
         ...
 
-    def serve_sdk_turn(
-        self, request: WireRequest, fresh: list[Any], key: list[Any]
-    ) -> Mapping[str, Any]:
-        """Dry replay: open the request's turn and return the recorded turn's event data it
-        matches, or raise a replay divergence. ``fresh`` holds the messages new since the
-        client's previous request, ``key`` the whole conversation with stable ids."""
+    def request_history(self) -> RequestHistory:
+        """A new record of one conversation's requests, which hashes each request at the cost
+        of its new messages (redacted the way the session redacts)."""
         ...
 
-    def open_sdk_turn(self, request: WireRequest, fresh: list[Any], key: list[Any]) -> None:
+    def serve_sdk_turn(self, request: TurnRequest) -> Mapping[str, Any]:
+        """Dry replay: open the request's turn and return the recorded turn's event data it
+        matches, or raise a replay divergence. ``request`` holds the messages new since the
+        client's previous request and the hash of the whole conversation with stable ids."""
+        ...
+
+    def open_sdk_turn(self, request: TurnRequest) -> None:
         """Record the start of a live request's turn."""
         ...
 

@@ -90,7 +90,7 @@ def api_for(method: str, path: str) -> Api | None:
     return None
 
 
-def key_messages(messages: list[Any]) -> list[Any]:
+def key_messages(messages: list[Any], names: dict[str, str] | None = None) -> list[Any]:
     """A copy of ``messages`` whose volatile ids are replaced by ``"id-1"``, ``"id-2"``, ...
     in order of first appearance (the same id always gets the same placeholder).
 
@@ -98,8 +98,12 @@ def key_messages(messages: list[Any]) -> list[Any]:
     and ``tool_use_id`` of a message or Responses item, of its ``tool_calls`` entries, and of
     its content blocks. A tool's own arguments or input (``{"id": "order-17"}``) are data,
     and stay as they are.
+
+    ``names`` carries the placeholders given so far: pass the same dict to key the messages
+    a conversation adds after those keyed before (each turn then keys only its new messages).
     """
-    names: dict[str, str] = {}
+    if names is None:
+        names = {}
 
     def ids(value: Any) -> Any:
         if not isinstance(value, Mapping):

@@ -39,10 +39,9 @@ from ..format.events import (
 from ..format.jsonable import to_json_data_or_placeholder as plain
 from ..format.loader import Rollout
 from ..format.recorder import Recorder
-from ..replay.recorded import Replay, rebuild_error, request_hash
+from ..replay.recorded import Replay, RequestHistory, TurnRequest, rebuild_error
 from ..replay.turns import Turn
 from ..sdk.pricing import PRICES, Price
-from ..sdk.wire import WireRequest
 from .exceptions import causes, error_data
 from .golden import GoldenMissingError
 from .mode import Mode
@@ -208,20 +207,22 @@ class Engine:
         with self._divergence_recorded():
             replay.begin_turn(self.recorder.step + 1)
 
-    def serve_sdk_turn(
-        self, request: WireRequest, fresh: list[Any], key: list[Any]
-    ) -> Mapping[str, Any]:
+    def request_history(self) -> RequestHistory:
+        """A new record of one conversation's requests, redacted the way this run is."""
+        return RequestHistory(self._redact)
+
+    def serve_sdk_turn(self, request: TurnRequest) -> Mapping[str, Any]:
         """Dry replay of an SDK request: its ``llm.turn.started``, and the recorded turn it
         matches (or a replay divergence)."""
-        self.open_sdk_turn(request, fresh, key)
+        self.open_turn(request)
         replay = self.replay
         assert replay is not None
         with self._divergence_recorded():
-            return replay.next_turn(key, request.tools, request.params, fresh)
+            return replay.next_turn(request)
 
-    def open_sdk_turn(self, request: WireRequest, fresh: list[Any], key: list[Any]) -> None:
+    def open_sdk_turn(self, request: TurnRequest) -> None:
         """An SDK request's ``llm.turn.started``."""
-        self.open_turn(fresh, key, request.tools, request.params)
+        self.open_turn(request)
 
     def complete_sdk_turn(
         self, turn: Turn, latency_ms: float, raw: Mapping[str, Any], ttft_ms: float | None
@@ -346,27 +347,34 @@ class Engine:
 
     # -- turns --------------------------------------------------------------------
 
-    def open_turn(self, fresh: list[Any], key: list[Any], tools: Any, params: Any) -> None:
-        """``llm.turn.started``: the request's new messages and the hash of the whole request
-        (``key``), taken on redacted data so that it is the same on every machine whatever
-        secret the environment holds. The event itself is redacted (or, in mode "none",
-        dropped) by the recorder, like any other. In full replay, the calls the previous
-        turn asked for must have been made."""
+    def open_turn(self, request: TurnRequest) -> None:
+        """``llm.turn.started``: the request's new messages and the hash of the whole request,
+        taken on redacted data (see :class:`RequestHistory`) so that it is the same on every
+        machine whatever secret the environment holds. The event itself is redacted (or, in
+        mode "none", dropped) by the recorder, like any other. In full replay, the calls the
+        previous turn asked for must have been made."""
         self.ensure_started()
-        redact = self._redact
         self.record(
             LLM_TURN_STARTED,
             {
-                "messages": fresh,
-                "tools": tools,
-                "params": params,
-                "messages_hash": request_hash(redact(key), redact(tools), redact(params)),
+                "messages": request.messages,
+                "tools": request.tools,
+                "params": request.params,
+                "messages_hash": request.messages_hash,
             },
         )
         replay = self.replay
         if replay is not None and self.mode is Mode.FULL:
             with self._divergence_recorded():
                 replay.live_turn(self.recorder.step)
+
+    def replayed_turn(self, request: TurnRequest) -> Turn:
+        """The golden's next turn, if ``request`` matches it (else a replay divergence,
+        raised and left for the caller to record)."""
+        replay = self.replay
+        if replay is None:
+            raise RolloutError(f"no golden is replayed in {self.mode.value} mode")
+        return Turn.from_event_data(replay.next_turn(request))
 
     def record_turn(
         self,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..format.jsonable import to_json_data_or_placeholder as plain
-from ..replay.recorded import new_messages
+from ..replay.recorded import TurnRequest, new_messages
 from ..replay.turns import Turn, coerce_turn
 
 if TYPE_CHECKING:
@@ -18,27 +18,56 @@ __all__ = ["ProviderProxy"]
 
 class ProviderProxy:
     """A provider (anything with ``complete`` / ``acomplete``) whose turns the engine records;
-    every other attribute is the wrapped provider's."""
+    every other attribute is the wrapped provider's.
 
-    def __init__(self, engine: Engine, inner: Any) -> None:
+    ``replayed``: the turns are served from the golden by the engine (the wrapped provider
+    is the recorded one, kept for its other attributes).
+
+    An agent sends its whole history with every request. When a request starts with the
+    messages of the previous one (compared as data, ``==``), only the new messages are
+    converted, redacted and hashed (see
+    :class:`~pytest_rollout.replay.recorded.RequestHistory`), so a turn costs about the same
+    at step 60 as at step 1. Anything else (a history rewritten, values that only become
+    JSON when recorded) is converted and hashed whole.
+    """
+
+    def __init__(self, engine: Engine, inner: Any, *, replayed: bool = False) -> None:
         self._engine = engine
         self._inner = inner
-        self._previous: list[Any] = []
+        self._replayed = replayed
+        self._history = engine.request_history()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def _before(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> None:
-        whole = plain(list(messages))
-        fresh = new_messages(self._previous, whole)
-        self._previous = whole
-        self._engine.open_turn(fresh, whole, plain(tools), plain(params))
+    def _before(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> TurnRequest:
+        request = self._request(messages, plain(tools), plain(params))
+        self._engine.open_turn(request)
+        return request
+
+    def _request(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> TurnRequest:
+        history = self._history
+        items = list(messages)
+        previous = history.messages  # as recorded: plain JSON data
+        start = len(previous)
+        if len(items) >= start and items[:start] == previous:
+            # The previous messages, unchanged: only the new ones are converted.
+            new = plain(items[start:])
+            if isinstance(new, list):
+                return history.request(start, new, new, tools, params)
+        whole = plain(items)
+        if not isinstance(whole, list):  # a placeholder: the messages cannot be recorded
+            return history.whole(whole, tools, params)
+        return history.request(0, whole, new_messages(previous, whole), tools, params)
 
     def complete(self, messages: Sequence[Any], tools: Any = None, **params: Any) -> Turn:
-        self._before(messages, tools, params)
+        request = self._before(messages, tools, params)
         t0 = time.perf_counter()
         try:
-            turn = coerce_turn(self._inner.complete(messages, tools, **params))
+            if self._replayed:
+                turn = self._engine.replayed_turn(request)
+            else:
+                turn = coerce_turn(self._inner.complete(messages, tools, **params))
         except Exception as exc:
             self._engine.turn_failed(exc)
             raise
@@ -46,17 +75,21 @@ class ProviderProxy:
         return turn
 
     async def acomplete(self, messages: Sequence[Any], tools: Any = None, **params: Any) -> Turn:
-        self._before(messages, tools, params)
+        request = self._before(messages, tools, params)
         t0 = time.perf_counter()
-        method = getattr(self._inner, "acomplete", None)
         try:
-            if method is None:
-                result = self._inner.complete(messages, tools, **params)
+            if self._replayed:
+                turn = self._engine.replayed_turn(request)
             else:
-                result = await method(messages, tools, **params)
-            turn = coerce_turn(result)
+                turn = coerce_turn(await self._live(messages, tools, params))
         except Exception as exc:
             self._engine.turn_failed(exc)
             raise
         self._engine.record_turn(turn, round((time.perf_counter() - t0) * 1000, 3))
         return turn
+
+    async def _live(self, messages: Sequence[Any], tools: Any, params: dict[str, Any]) -> Any:
+        method = getattr(self._inner, "acomplete", None)
+        if method is None:
+            return self._inner.complete(messages, tools, **params)
+        return await method(messages, tools, **params)

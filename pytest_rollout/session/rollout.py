@@ -67,7 +67,7 @@ class RolloutSession:
             inner = live
         if live is not None:
             engine.name_provider(live)
-        return ProviderProxy(engine, inner)
+        return ProviderProxy(engine, inner, replayed=engine.mode is Mode.DRY)
 
     def recorded_provider(self) -> ProviderProxy:
         """A provider serving this test's golden turns (what ``recorded_provider`` gives)."""
@@ -79,7 +79,7 @@ class RolloutSession:
                 f"{engine.mode.value} mode; wrap the live provider with rollout.provider(...)"
             )
         engine.adopt_golden_identity()
-        return ProviderProxy(engine, RecordedProvider(replay))
+        return ProviderProxy(engine, RecordedProvider(replay), replayed=True)
 
     def tools(self, mapping: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
         """Wrap tools: each call is recorded, and answered from the golden when replaying."""
