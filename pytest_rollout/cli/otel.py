@@ -1,0 +1,109 @@
+"""``rollout import otel`` and ``rollout export otel``: OpenTelemetry GenAI traces in and out
+(docs/otel.md). Their arguments (``add_import_parser``, ``add_export_parser``) and their work
+(``import_otel``, ``export_otel``), each returning the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from ..errors import RolloutFileError
+from ..format.files import atomic_write
+from ..format.loader import load, read_rollout_bytes
+from ..otel.exporter import export_runs
+from ..otel.importer import import_otel as import_trace
+from ..safety.receipt import make_receipt, write_receipt
+from ..safety.redact import RedactionMode, Redactor
+from ..safety.sanitize import sanitize
+
+__all__ = ["add_export_parser", "add_import_parser", "export_otel", "import_otel"]
+
+_EXIT_OK: Final = 0
+_EXIT_ERROR: Final = 2
+
+
+def _nested(parser: Any, dest: str) -> Any:
+    return parser.add_subparsers(
+        dest=dest, metavar="FORMAT", required=True, parser_class=type(parser)
+    )
+
+
+def add_import_parser(commands: Any) -> None:
+    """``rollout import otel TRACE -o ROLLOUT [--trace-id ID]``."""
+    parser = commands.add_parser(
+        "import", help="make a rollout of a trace", description="Make a rollout of a trace."
+    )
+    otel = _nested(parser, "import_format").add_parser(
+        "otel",
+        help="an OpenTelemetry GenAI trace (OTLP/JSON lines)",
+        description="Read an OTLP/JSON trace file (one ExportTraceServiceRequest a line, as "
+        "the Collector's file exporter writes) and write one of its traces as a rollout: the "
+        "--trace-id given, else the only or the latest trace (the others are listed). What "
+        "the trace lacks is said in a warning, never made up. The rollout is redacted like "
+        "everything recorded. Exit 0 when written, 2 on bad input.",
+    )
+    otel.add_argument("trace", metavar="TRACE", help="the trace file (OTLP/JSON lines)")
+    otel.add_argument(
+        "-o", "--out", metavar="ROLLOUT", required=True, help="the rollout to write (.jsonl)"
+    )
+    otel.add_argument("--trace-id", metavar="ID", help="the trace to import (32 hex digits)")
+
+
+def add_export_parser(commands: Any) -> None:
+    """``rollout export otel ROLLOUT... -o TRACE``."""
+    parser = commands.add_parser(
+        "export", help="write rollouts as traces", description="Write rollouts as traces."
+    )
+    otel = _nested(parser, "export_format").add_parser(
+        "otel",
+        help="as OpenTelemetry GenAI traces (OTLP/JSON lines)",
+        description="Write each rollout as one trace of spans named and attributed as the "
+        "OpenTelemetry GenAI conventions say (invoke_agent, chat, execute_tool), one "
+        "ExportTraceServiceRequest a line, ready for an OTLP viewer. Exporting the same run "
+        "again gives the same bytes. Exit 0 when written, 2 on bad input.",
+    )
+    otel.add_argument("rollouts", metavar="ROLLOUT", nargs="+", help="the rollouts to export")
+    otel.add_argument("-o", "--out", metavar="TRACE", required=True, help="the trace file to write")
+
+
+def import_otel(args: argparse.Namespace, out: TextIO) -> int:
+    """Import one trace; print what was written, the other traces and the warnings."""
+    target = Path(args.out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    redactor = Redactor(RedactionMode.REDACTED)
+    run, rollout = import_trace(args.trace, target, trace_id=args.trace_id, redactor=redactor)
+    # The user made this file on purpose: seal it, so a test can replay it as its golden.
+    receipt = make_receipt(
+        read_rollout_bytes(target),
+        redaction_mode=redactor.mode.value,
+        rules_sha256=redactor.rules_digest,
+    )
+    write_receipt(target, receipt)
+    for warning in run.warnings:
+        print(f"rollout import: warning: {sanitize(warning)}", file=sys.stderr)
+    steps = rollout.steps
+    out.write(
+        f"imported trace {run.trace_id} into {sanitize(str(target))} "
+        f"({len(rollout.events)} events, {steps} step{'' if steps == 1 else 's'})\n"
+    )
+    if run.others:
+        out.write(f"the file holds {len(run.others)} other trace(s); pick one with --trace-id:\n")
+        out.write("".join(f"  {trace}\n" for trace in run.others))
+    return _EXIT_OK
+
+
+def export_otel(args: argparse.Namespace, out: TextIO) -> int:
+    """Export the rollouts, one trace each."""
+    runs = [load(path).events for path in args.rollouts]
+    data = export_runs(runs)
+    target = Path(args.out)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data)
+    except OSError as exc:
+        raise RolloutFileError(str(target), f"cannot write the trace: {exc.strerror}") from None
+    count = len(runs)
+    out.write(f"exported {count} trace{'' if count == 1 else 's'} to {sanitize(str(target))}\n")
+    return _EXIT_OK

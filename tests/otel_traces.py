@@ -1,0 +1,83 @@
+"""Traces made by a real instrumentation, for the OpenTelemetry tests (``test_otel_*.py``).
+
+A pydantic-ai agent with its built-in instrumentation runs against the scripted fake of the
+OpenAI API (``fake_models.py``); the official ``opentelemetry-sdk`` keeps its spans in memory,
+and the SDK's own OTLP encoder turns them into an ``ExportTraceServiceRequest``, written as
+one JSON line (protobuf's JSON mapping: ids in base64, which the importer reads too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import httpx2
+import openai
+from fake_models import OPENAI_BASE_URL, OPENAI_CHAT, FakeModel
+from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic_ai import Agent, Tool
+from pydantic_ai.capabilities.instrumentation import Instrumentation
+from pydantic_ai.models.instrumented import InstrumentationSettings
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+SYSTEM = "You are a weather assistant. Use the tools."
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """The weather in a city."""
+    if city == "Atlantis":
+        raise LookupError(f"no weather station for {city!r}")
+    return {"city": city, "sky": "sunny", "celsius": 21}
+
+
+def pydantic_ai_trace(
+    script: Sequence[Any],
+    question: str = "Weather in Paris?",
+    *,
+    stream: bool = False,
+    include_content: bool = True,
+    version: Literal[2, 3, 4, 5, 6] = 5,
+    tools: Sequence[Callable[..., Any]] = (get_weather,),
+) -> bytes:
+    """One OTLP/JSON line: the trace of one pydantic-ai run against the scripted model.
+
+    A run that raises (a tool error pydantic-ai does not retry) is traced all the same."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    fake = FakeModel(OPENAI_CHAT, list(script))
+    client = openai.AsyncOpenAI(
+        api_key="sk-test",
+        base_url=OPENAI_BASE_URL,
+        http_client=httpx2.AsyncClient(transport=fake.transport()),
+    )
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+    settings = InstrumentationSettings(
+        tracer_provider=provider, include_content=include_content, version=version
+    )
+    agent = Agent(
+        model,
+        tools=[Tool(t) for t in tools],
+        system_prompt=SYSTEM,
+        capabilities=[Instrumentation(settings=settings)],
+    )
+
+    async def run() -> None:
+        if stream:
+            async with agent.run_stream(question) as result:
+                await result.get_output()
+        else:
+            await agent.run(question)
+
+    with contextlib.suppress(LookupError):  # the run failed: its trace says so
+        asyncio.run(run())
+    request = encode_spans(exporter.get_finished_spans())
+    line: str = MessageToJson(request, indent=None)
+    return line.encode() + b"\n"
