@@ -12,12 +12,18 @@ Generates realistic, seeded rollouts of 1k, 10k and 100k events with the project
 * the recorder's per-event cost (``Recorder.emit`` writing to a file) as a ratio to a bare
   ``orjson.dumps`` of the same payload dicts, over the realistic event mix.
 
+* the loader's bounded cost: ``loads`` of a whole file against ``orjson.loads`` of its lines
+  (time and peak memory, each in a fresh process), on the ordinary rollout of the largest
+  size and on a hostile but valid file of lines holding 99,991 ``{}`` each.
+
 Targets: diff <= 2.0x the floor at 100k events; >= 50x faster than whole-list DeepDiff at
-10k; recording <= 5x a bare dumps. Every figure is the best of ``--repeat`` runs.
+10k; recording <= 5x a bare dumps; loading <= 3x the time and 3x the memory of
+``orjson.loads`` of the lines. Every figure is the best of ``--repeat`` runs.
 
     python benchmarks/bench_core.py                      # 1k, 10k, 100k (a minute or two)
     python benchmarks/bench_core.py --quick              # smoke run, a few seconds
     python benchmarks/bench_core.py --sizes 1000,10000 --repeat 5
+    python benchmarks/bench_core.py --sizes 1000 --hostile-mib 255   # the full-size file (~7 GB)
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import hashlib
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +56,8 @@ MAX_EVENTS_PER_STEP = 9  # turn started/completed, up to 3 tool calls x2, usage.
 TARGET_DIFF_RATIO = 2.0
 TARGET_DEEPDIFF_SPEEDUP = 50.0
 TARGET_RECORD_RATIO = 5.0
+TARGET_LOAD_RATIO = 3.0
+HOSTILE_ITEMS = 99_991  # {} per line: just within the 100,000 elements of a line
 DEEPDIFF_SIZE = 10_000
 TARGET_DIFF_SIZE = 100_000
 
@@ -262,7 +271,7 @@ def _events(steps: list[Step], run: int) -> Iterator[tuple[str, dict[str, Any]]]
             "test_id": "tests/test_agent.py::test_weather_report[gpt]",
             "model": "gpt-4o-mini",
             "provider": "openai",
-            "tools": list(_TOOLS),
+            "tools": _TOOL_NAMES,  # the names, as the session records them
             "prompt": prompt,
             "meta": {"git_sha": "3f9c2ab", "python": "3.11.7", "tags": ["nightly", "eu"]},
         },
@@ -505,6 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--data-dir", default=None, help="where rollouts are written (default: a temp dir)"
     )
+    parser.add_argument(
+        "--hostile-mib",
+        type=int,
+        default=32,
+        help="size of the hostile file of the load-cost row (255: the full-size one)",
+    )
     args = parser.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     repeat = max(1, args.repeat)
@@ -522,7 +537,9 @@ def main(argv: list[str] | None = None) -> int:
     directory = Path(tempfile.mkdtemp(prefix="bench-rollout-") if own_dir else args.data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        return _run(sizes, repeat, deep_size, deep_repeat, directory)
+        status = _run(sizes, repeat, deep_size, deep_repeat, directory)
+        mib = 1 if args.quick else args.hostile_mib
+        return max(status, _report_load_cost(directory, max(sizes), mib, repeat))
     finally:
         if own_dir:
             shutil.rmtree(directory, ignore_errors=True)
@@ -680,6 +697,105 @@ def _report_recording(record: dict[str, float], verdicts: list[tuple[str, bool]]
         f"us an event for the secret scan, not part of the target)"
     )
     print(f"   {_verdict(ok)} (target <= {TARGET_RECORD_RATIO:.0f}x, writing a file)")
+
+
+# -- 4. the loader's bounded cost ----------------------------------------------------------
+
+#: Run in a fresh process: read the file, then time and measure (peak RSS) one way of loading
+#: it. Prints "seconds kibibytes". A child inherits its parent's peak RSS, so on Linux the
+#: peak is reset (``/proc/self/clear_refs``) and read from ``VmHWM``.
+_MEASURE = """
+import gc, resource, sys, time
+import orjson
+
+
+def peak():
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+mode, path = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+gc.collect()
+try:
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+except OSError:
+    pass
+before = peak()
+start = time.perf_counter()
+if mode == "floor":
+    kept = [orjson.loads(line) for line in data.split(b"\\n") if line.strip()]
+else:
+    from pytest_rollout import loads
+    kept = loads(data, path=path)
+seconds = time.perf_counter() - start
+print(seconds, peak() - before)
+"""
+
+
+def write_hostile(path: Path, mib: int) -> int:
+    """A valid rollout of about ``mib`` MiB whose lines hold 99,991 ``{}`` each; its events."""
+    items = b"[" + b",".join([b"{}"] * HOSTILE_ITEMS) + b"]"
+    with path.open("wb") as out:
+        out.write(b'{"ts":"t","seq":0,"type":"run.started","data":{}}\n')
+        seq = 1
+        while out.tell() < mib * 1024 * 1024 - len(items) - 200:
+            out.write(b'{"ts":"t","seq":%d,"type":"note","data":{"v":%b}}\n' % (seq, items))
+            seq += 1
+        out.write(b'{"ts":"t","seq":%d,"type":"run.completed","data":{}}\n' % seq)
+    return seq + 1
+
+
+def measure_load(mode: str, path: Path) -> tuple[float, int]:
+    """Seconds and peak memory (KiB over the file's bytes) of one load, in a fresh process."""
+    found = subprocess.run(
+        [sys.executable, "-c", _MEASURE, mode, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    seconds, kib = found.stdout.split()
+    return float(seconds), int(kib)
+
+
+def _load_row(label: str, path: Path, repeat: int, verdicts: list[tuple[str, bool]]) -> None:
+    floor_runs = [measure_load("floor", path) for _ in range(repeat)]
+    load_runs = [measure_load("load", path) for _ in range(repeat)]
+    t_floor = min(t for t, _ in floor_runs)
+    t_load = min(t for t, _ in load_runs)
+    # Peak memory barely varies between runs: the median is kept.
+    m_floor = max(1, sorted(m for _, m in floor_runs)[len(floor_runs) // 2])
+    m_load = sorted(m for _, m in load_runs)[len(load_runs) // 2]
+    time_ratio, memory_ratio = t_load / t_floor, m_load / m_floor
+    ok = time_ratio <= TARGET_LOAD_RATIO and memory_ratio <= TARGET_LOAD_RATIO
+    verdicts.append((f"load {label} <= {TARGET_LOAD_RATIO:.0f}x orjson.loads (time, memory)", ok))
+    size = path.stat().st_size / 1024 / 1024
+    print(
+        f"   {label:<8} {size:7.1f} MiB  time {t_floor:7.3f} s -> {t_load:7.3f} s "
+        f"({time_ratio:.2f}x)  memory {m_floor / 1024:7.0f} MiB -> {m_load / 1024:7.0f} MiB "
+        f"({memory_ratio:.2f}x)  {_verdict(ok)}"
+    )
+
+
+def _report_load_cost(directory: Path, size: int, mib: int, repeat: int) -> int:
+    """Section 4: the loader against orjson.loads of the lines, time and peak memory."""
+    hostile = directory / f"hostile-{mib}mib.jsonl"
+    events = write_hostile(hostile, mib)
+    print(
+        f"\n4. load vs orjson.loads of the lines (each in a fresh process; target <= "
+        f"{TARGET_LOAD_RATIO:.0f}x time and memory)"
+    )
+    verdicts: list[tuple[str, bool]] = []
+    _load_row("ordinary", directory / f"a-{size}.jsonl", repeat, verdicts)
+    _load_row("hostile", hostile, repeat, verdicts)
+    print(f"   (hostile: {events} events, {HOSTILE_ITEMS} {{}} a line)")
+    for name, ok in verdicts:
+        print(f"   {_verdict(ok)}  {name}")
+    return 0 if all(ok for _, ok in verdicts) else 1
 
 
 if __name__ == "__main__":

@@ -1,53 +1,60 @@
-"""pytest-rollout: golden-run trace diffing for LLM agents."""
+"""pytest-rollout: golden-run trace diffing for LLM agents.
+
+The public names are listed in ``__all__``. Each is imported on first use (PEP 562), so
+that loading the pytest plugin, which every test run does, does not import the whole
+library; ``from pytest_rollout import X`` works as usual, and type checkers see the
+imports below.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from .analysis.analyzers import AnalyzerOptions as AnalyzerOptions
-from .analysis.analyzers import Antipattern as Antipattern
-from .analysis.assertions import ToolCallRecord as ToolCallRecord
-from .diff.canonical import CanonicalOptions as CanonicalOptions
-from .diff.canonical import canonicalize as canonicalize
-from .diff.compare import Comparison as Comparison
-from .diff.compare import StepStatus as StepStatus
-from .diff.compare import compare as compare
-from .diff.divergence import ReplayDivergenceError as ReplayDivergenceError
-from .diff.score import RunSummary as RunSummary
-from .diff.score import Score as Score
-from .diff.score import score as score
-from .diff.score import summarize as summarize
 from .errors import RolloutError as RolloutError
 from .errors import RolloutFormatError as RolloutFormatError
 from .errors import RolloutWarning as RolloutWarning
-from .format.events import Event as Event
-from .format.files import SecretInFileError as SecretInFileError
-from .format.loader import Limits as Limits
-from .format.loader import Rollout as Rollout
-from .format.loader import load as load
-from .format.loader import loads as loads
-from .format.recorder import Recorder as Recorder
-from .replay.recorded import RecordedProvider as RecordedProvider
-from .replay.turns import ToolCall as ToolCall
-from .replay.turns import Turn as Turn
-from .safety.audit import AuditError as AuditError
-from .safety.receipt import ReceiptError as ReceiptError
-from .safety.redact import RedactionError as RedactionError
-from .safety.redact import RedactionMode as RedactionMode
-from .safety.redact import Redactor as Redactor
-from .safety.redact import Rule as Rule
-from .safety.sanitize import sanitize as sanitize
-from .sdk.clients import MissingPackageError as MissingPackageError
-from .sdk.exchange import UnrecordedRequestError as UnrecordedRequestError
-from .sdk.pricing import Price as Price
-from .sdk.wire import WireFormatError as WireFormatError
-from .session import GoldenEditedError as GoldenEditedError
-from .session import GoldenMissingError as GoldenMissingError
-from .session import RolloutSession as RolloutSession
 
 if TYPE_CHECKING:
+    from .analysis.analyzers import AnalyzerOptions as AnalyzerOptions
+    from .analysis.analyzers import Antipattern as Antipattern
+    from .analysis.assertions import ToolCallRecord as ToolCallRecord
+    from .diff.canonical import CanonicalOptions as CanonicalOptions
+    from .diff.canonical import canonicalize as canonicalize
+    from .diff.compare import Comparison as Comparison
+    from .diff.compare import StepStatus as StepStatus
+    from .diff.compare import compare as compare
+    from .diff.divergence import ReplayDivergenceError as ReplayDivergenceError
+    from .diff.score import RunSummary as RunSummary
+    from .diff.score import Score as Score
+    from .diff.score import score as score
+    from .diff.score import summarize as summarize
+    from .format.events import Event as Event
+    from .format.files import SecretInFileError as SecretInFileError
+    from .format.files import UnsafePathError as UnsafePathError
+    from .format.loader import Limits as Limits
+    from .format.loader import Rollout as Rollout
+    from .format.loader import load as load
+    from .format.loader import loads as loads
+    from .format.recorder import Recorder as Recorder
     from .plugin.snapshot import RolloutSnapshotExtension as RolloutSnapshotExtension
+    from .replay.recorded import RecordedProvider as RecordedProvider
+    from .replay.turns import ToolCall as ToolCall
+    from .replay.turns import Turn as Turn
+    from .safety.audit import AuditError as AuditError
+    from .safety.receipt import ReceiptError as ReceiptError
+    from .safety.redact import RedactionError as RedactionError
+    from .safety.redact import RedactionMode as RedactionMode
+    from .safety.redact import Redactor as Redactor
+    from .safety.redact import Rule as Rule
+    from .safety.sanitize import sanitize as sanitize
+    from .sdk.clients import MissingPackageError as MissingPackageError
+    from .sdk.exchange import UnrecordedRequestError as UnrecordedRequestError
+    from .sdk.pricing import Price as Price
+    from .sdk.wire import WireFormatError as WireFormatError
+    from .session import GoldenEditedError as GoldenEditedError
+    from .session import GoldenMissingError as GoldenMissingError
+    from .session import RolloutSession as RolloutSession
 
 __version__ = "0.1.0"
 
@@ -85,6 +92,7 @@ __all__ = [
     "ToolCallRecord",
     "Turn",
     "UnrecordedRequestError",
+    "UnsafePathError",
     "WireFormatError",
     "__version__",
     "canonicalize",
@@ -96,9 +104,58 @@ __all__ = [
     "summarize",
 ]
 
+#: Where each lazily imported public name lives.
+_LAZY: Final = {
+    "AnalyzerOptions": ".analysis.analyzers",
+    "Antipattern": ".analysis.analyzers",
+    "AuditError": ".safety.audit",
+    "CanonicalOptions": ".diff.canonical",
+    "Comparison": ".diff.compare",
+    "Event": ".format.events",
+    "GoldenEditedError": ".session",
+    "GoldenMissingError": ".session",
+    "Limits": ".format.loader",
+    "MissingPackageError": ".sdk.clients",
+    "Price": ".sdk.pricing",
+    "ReceiptError": ".safety.receipt",
+    "RecordedProvider": ".replay.recorded",
+    "Recorder": ".format.recorder",
+    "RedactionError": ".safety.redact",
+    "RedactionMode": ".safety.redact",
+    "Redactor": ".safety.redact",
+    "ReplayDivergenceError": ".diff.divergence",
+    "Rollout": ".format.loader",
+    "RolloutSession": ".session",
+    "RolloutSnapshotExtension": ".plugin.snapshot",
+    "Rule": ".safety.redact",
+    "RunSummary": ".diff.score",
+    "Score": ".diff.score",
+    "SecretInFileError": ".format.files",
+    "StepStatus": ".diff.compare",
+    "ToolCall": ".replay.turns",
+    "ToolCallRecord": ".analysis.assertions",
+    "Turn": ".replay.turns",
+    "UnrecordedRequestError": ".sdk.exchange",
+    "UnsafePathError": ".format.files",
+    "WireFormatError": ".sdk.wire",
+    "canonicalize": ".diff.canonical",
+    "compare": ".diff.compare",
+    "load": ".format.loader",
+    "loads": ".format.loader",
+    "sanitize": ".safety.sanitize",
+    "score": ".diff.score",
+    "summarize": ".diff.score",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The syrupy extension is imported on first use: importing syrupy costs every run.
-    if name == "RolloutSnapshotExtension":
-        return import_module(".plugin.snapshot", __name__).RolloutSnapshotExtension
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Not cached here: the module's own entry in sys.modules is the one truth, also when a
+    # test harness (pytester in process) drops and re-imports modules between runs.
+    return getattr(import_module(module, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -16,7 +16,7 @@ from ..diff.drift import drift_report
 from ..diff.integrity import IntegrityReport
 from ..diff.integrity import check as check_integrity
 from ..diff.report import Labels, render_divergence, render_header, render_score
-from ..diff.timeline import parse_step_range, render_show
+from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
 from ..format.loader import load, loads, read_rollout_bytes
 from ..replay.fork import fork as fork_run
@@ -33,6 +33,7 @@ from ..safety.receipt import (
 )
 from ..safety.sanitize import excerpt, sanitize, terminal_json
 from ..view.command import view_command
+from .otel import export_otel, import_otel
 
 __all__ = ["COMMANDS", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
 
@@ -170,8 +171,11 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
             steps = parse_step_range(args.step)
         except ValueError as exc:
             raise Usage(str(exc)) from None
-    events = load(args.file).events
-    lines = render_show(events, types=args.type, steps=steps, grep=args.grep)
+    # A run cut short by a crash (a flight recorder's partial file) is shown as far as it got.
+    rollout = load(args.file, tolerant=True)
+    lines = render_show(rollout.events, types=args.type, steps=steps, grep=args.grep)
+    if rollout.cut_short_after is not None:
+        lines.insert(0, cut_short_line(rollout.cut_short_after))
     out.write("\n".join(lines) + "\n")
     return EXIT_SAME
 
@@ -274,4 +278,6 @@ COMMANDS: Final[dict[str, Callable[[argparse.Namespace, TextIO], int]]] = {
     "seal": _seal,
     "audit": _audit,
     "view": _view,
+    "import": import_otel,
+    "export": export_otel,
 }

@@ -10,6 +10,7 @@ from .. import __version__
 from ..replay.fork import ForkFormat
 from ..safety.sanitize import sanitize
 from .commands import EXIT_ERROR
+from .otel import add_export_parser, add_import_parser
 
 __all__ = ["build_parser"]
 
@@ -33,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_show(commands)
     _add_audit(commands)
     _add_view(commands)
+    add_import_parser(commands)
+    add_export_parser(commands)
     return parser
 
 

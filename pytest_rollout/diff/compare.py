@@ -18,7 +18,6 @@ from enum import StrEnum
 from typing import Any, Final
 
 import orjson
-from deepdiff import DeepDiff
 
 from ..format.events import Event
 from ..format.gcpause import collector_paused
@@ -322,6 +321,8 @@ def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[F
         if a is None:
             return (FieldChange("(event)", "added", _MISSING, _view(b)),)
         return (FieldChange("(event)", "removed", _view(a), _MISSING),)
+    from deepdiff import DeepDiff  # noqa: PLC0415  (costs ~150 ms: only a failure needs it)
+
     diff = DeepDiff(_view(a), _view(b), view="tree", ignore_order=False)
     changes: list[FieldChange] = []
     for report, kind in _REPORTS:

@@ -4,7 +4,6 @@ the capture directory, the audit trail, the HTML report and the pruning of unuse
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -15,28 +14,13 @@ from ..format.files import atomic_write
 from ..safety.audit import AuditTrailSink
 from ..safety.capture import Budget, capture_path, enforce_retention, usage
 from ..safety.receipt import receipt_path
-from ..session.golden import find_unused, prune_empty_dirs
+from ..session.golden import prune_empty_dirs
 from ..view.report import ReportItem, render_session_report
 from .settings import Settings
-from .tally import Tally
+from .tally import Tally, is_worker
+from .unused import UnusedFinder
 
-__all__ = ["AuditPlugin", "CapturePlugin", "HtmlReportPlugin", "PrunePlugin", "display"]
-
-#: The largest run the HTML report carries itself when it was not saved to a file.
-REPORT_RUN_BYTES: Final = 8 * 1024 * 1024
-
-
-def is_worker(config: pytest.Config) -> bool:
-    """Whether this process is a pytest-xdist worker (the controller writes shared files)."""
-    return getattr(config, "workerinput", None) is not None
-
-
-def display(config: pytest.Config, path: Path) -> str:
-    """``path`` as a user would type it: relative to where pytest was started."""
-    base = config.invocation_params.dir
-    if path.is_relative_to(base):
-        return os.path.relpath(path, base)
-    return str(path)
+__all__ = ["AuditPlugin", "CapturePlugin", "HtmlReportPlugin", "PrunePlugin"]
 
 
 class CapturePlugin:
@@ -91,13 +75,14 @@ class HtmlReportPlugin:
         self.written: Path | None = None
 
     def add(self, item: ReportItem) -> None:
-        self.tally.report.append(item)
+        self.tally.report.append(item.to_json())
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
             return
         title = f"pytest-rollout report: {self.config.rootpath.name}"
-        page = render_session_report(self.tally.report, title)
+        items = [ReportItem.from_json(data) for data in self.tally.report]
+        page = render_session_report(items, title)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, page.encode("utf-8"))
@@ -130,22 +115,3 @@ class PrunePlugin:
             receipt_path(path).unlink(missing_ok=True)
             self.pruned.append(path)
             prune_empty_dirs(path.parent, self.golden_dir)
-
-
-class UnusedFinder:
-    """The goldens that no collected test owns, from the (merged) tally."""
-
-    def __init__(self, golden_dir: Path, tally: Tally) -> None:
-        self.golden_dir = golden_dir
-        self.tally = tally
-
-    def full_selection(self) -> bool:
-        return self.tally.full_selection is True
-
-    def __call__(self, *, everything: bool = False) -> list[Path]:
-        if everything or self.full_selection():
-            scopes = [self.golden_dir]
-        else:
-            scopes = [Path(p) for p in self.tally.scopes]
-        owned = (Path(p) for p in self.tally.owned)
-        return find_unused(self.golden_dir, owned, scopes)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..session import RolloutSession
-from ..session.golden import GoldenRef
 from .core import PLUGIN_KEY
+
+if TYPE_CHECKING:
+    from ..session import RolloutSession
+    from ..session.golden import GoldenRef
 
 __all__ = ["golden", "recorded_provider", "rollout"]
 
@@ -18,17 +20,19 @@ __all__ = ["golden", "recorded_provider", "rollout"]
 def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
     """This test's agent run: wrap providers and tools with it, run the agent inside
     ``rollout.run()``, then ``assert rollout == golden``."""
-    plugin = request.config.stash[PLUGIN_KEY]
-    session = plugin.session_for(request.node)
+    runs = request.config.stash[PLUGIN_KEY].runs
+    session = runs.session_for(request.node)
     yield session
-    plugin.finish(request.node, session.engine)
+    runs.finish(request.node, session.engine)
 
 
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> GoldenRef:
     """This test's golden file, for ``assert rollout == golden``."""
-    plugin = request.config.stash[PLUGIN_KEY]
-    return GoldenRef(str(plugin.golden_for(request.node)))
+    from ..session.golden import GoldenRef
+
+    runs = request.config.stash[PLUGIN_KEY].runs
+    return GoldenRef(str(runs.golden_for(request.node)))
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import pytest
 
-from ..analysis.analyzers import ANALYZERS
+from ..analysis.options import ANALYZERS
 from ..safety.redact import RedactionMode
 from ..session.mode import Mode
 
@@ -86,6 +86,15 @@ FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
             "metavar": "PATH",
             "help": "write one self-contained HTML page of the session's rollout tests, with "
             "each failing run and its golden side by side",
+        },
+    ),
+    (
+        "--rollout-otel",
+        {
+            "default": None,
+            "metavar": "FILE",
+            "help": "write every rollout test's run as an OpenTelemetry GenAI trace "
+            "(OTLP/JSON lines) to FILE at the end of the session",
         },
     ),
     (

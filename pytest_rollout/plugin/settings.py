@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import pytest
 
-from ..analysis.analyzers import (
+from ..analysis.options import (
     CONTEXT_WINDOWS,
     HMAC_KEY_VARIABLE,
     AnalyzerOptions,
@@ -67,6 +67,7 @@ class Settings:
     prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
     analyzers: AnalyzerOptions = field(default_factory=AnalyzerOptions)
     report_path: Path | None = None
+    otel_path: Path | None = None
     audit: bool = False
     audit_tools: tuple[str, ...] = ()
     audit_keywords: tuple[str, ...] = ()
@@ -87,6 +88,7 @@ class Settings:
             )
         allow = config.getoption("rollout_allow_unconsumed")
         report = config.getoption("rollout_report")
+        otel = config.getoption("rollout_otel")
         return cls(
             mode=mode,
             golden_dir=_golden_dir(config),
@@ -104,6 +106,7 @@ class Settings:
             prices=_prices(config),
             analyzers=_analyzer_options(config),
             report_path=None if report is None else invocation / str(report),
+            otel_path=None if otel is None else invocation / str(otel),
             audit=audit,
             audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
             audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),

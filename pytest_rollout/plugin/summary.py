@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..session.golden import WriteResult
 from .tally import Tally
 
 __all__ = ["write_summary"]
@@ -48,6 +47,8 @@ def write_summary(
 
 
 def _record_line(tally: Tally) -> str:
+    from ..session.golden import WriteResult  # start-up: only a record run needs it
+
     counts = tally.counts
     created, updated = counts[WriteResult.CREATED.value], counts[WriteResult.UPDATED.value]
     line = (

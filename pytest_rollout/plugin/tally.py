@@ -6,9 +6,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..view.report import ReportItem
+import pytest
 
-__all__ = ["Tally"]
+__all__ = ["Tally", "is_worker"]
+
+
+def is_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (the controller writes shared files)."""
+    return getattr(config, "workerinput", None) is not None
 
 
 @dataclass(slots=True)
@@ -20,7 +25,9 @@ class Tally:
     scopes: set[str] = field(default_factory=set)
     full_selection: bool | None = None  # unknown until collection (or every worker) says
     problems: list[str] = field(default_factory=list)  # runs that could not be saved
-    report: list[ReportItem] = field(default_factory=list)  # for --rollout-report
+    #: For --rollout-report: each test's report item, in its JSON form (it crosses
+    #: processes under xdist).
+    report: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """What a worker hands the controller at the end of its session."""
@@ -30,14 +37,14 @@ class Tally:
             "scopes": sorted(self.scopes),
             "full_selection": self.full_selection,
             "problems": self.problems,
-            "report": [item.to_json() for item in self.report],
+            "report": self.report,
         }
 
     def merge(self, data: dict[str, Any]) -> None:
         """Add a worker's tally to this one."""
         self.counts.update(data.get("counts", {}))
         self.problems.extend(data.get("problems", ()))
-        self.report.extend(ReportItem.from_json(item) for item in data.get("report", ()))
+        self.report.extend(data.get("report", ()))
         self.owned.update(data.get("owned", ()))
         self.scopes.update(data.get("scopes", ()))
         theirs = bool(data.get("full_selection"))

@@ -1,14 +1,22 @@
-"""One test's run: the user-facing ``rollout`` object, the engine behind it, its golden."""
+"""One test's run: the user-facing ``rollout`` object, the engine behind it, its golden.
+
+The names below are imported on first use, so that the light modules of this package
+(``mode``, ``golden``) can be imported without the engine and all it needs.
+"""
 
 from __future__ import annotations
 
-from .engine import Engine as Engine
-from .golden import GoldenEditedError as GoldenEditedError
-from .golden import GoldenMissingError as GoldenMissingError
-from .golden import GoldenRef as GoldenRef
-from .mode import Mode as Mode
-from .mode import RunHandle as RunHandle
-from .rollout import RolloutSession as RolloutSession
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from .engine import Engine as Engine
+    from .golden import GoldenEditedError as GoldenEditedError
+    from .golden import GoldenMissingError as GoldenMissingError
+    from .golden import GoldenRef as GoldenRef
+    from .mode import Mode as Mode
+    from .mode import RunHandle as RunHandle
+    from .rollout import RolloutSession as RolloutSession
 
 __all__ = [
     "Engine",
@@ -19,3 +27,21 @@ __all__ = [
     "RolloutSession",
     "RunHandle",
 ]
+
+_LAZY: Final = {
+    "Engine": ".engine",
+    "GoldenEditedError": ".golden",
+    "GoldenMissingError": ".golden",
+    "GoldenRef": ".golden",
+    "Mode": ".mode",
+    "RolloutSession": ".rollout",
+    "RunHandle": ".mode",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Not cached: see pytest_rollout.__getattr__.
+    return getattr(import_module(module, __name__), name)

@@ -1,0 +1,420 @@
+"""Each test's run: its golden, mode and options, what becomes of the run, and how a
+divergence reaches the user through pytest's report.
+
+Imported when the first test asks for the ``rollout`` fixture (or a collected test uses it):
+a session without rollout tests never loads the engine, the recorder or the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Protocol
+
+import pytest
+
+from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from ..diff.divergence import caused_by_divergence
+from ..diff.failure import render_headline, render_verdict
+from ..errors import RolloutError
+from ..format.files import WriteRoot
+from ..format.loader import Rollout, loads, read_rollout_bytes
+from ..format.recorder import Recorder
+from ..safety.capture import capture_root, new_run_id
+from ..safety.receipt import ReceiptStatus, make_receipt, verify, write_receipt
+from ..safety.redact import RedactionMode, Redactor
+from ..safety.sanitize import sanitize
+from ..session import Engine, GoldenEditedError, GoldenMissingError, Mode, RolloutSession
+from ..session.golden import (
+    SUFFIX,
+    GoldenRef,
+    golden_path,
+    module_dir,
+    recover_pair,
+    write_golden_and_receipt,
+)
+from ..view.report import ReportItem
+from .paths import display, named_golden
+from .settings import HookSettings, MarkerOptions, Settings
+from .stash import CALL_REPORT_KEY, ENGINE_KEY, FAILURE_KEY, MARKER_KEY
+
+if TYPE_CHECKING:
+    from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin
+    from .otel import OtelPlugin
+    from .tally import Tally
+
+
+class PluginState(Protocol):
+    """What the per-test machinery reads of the session's plugin object."""
+
+    config: pytest.Config
+    settings: Settings
+    tally: Tally
+    error_types: tuple[str, ...]
+    capture: CapturePlugin | None
+    audit: AuditPlugin | None
+    html_report: HtmlReportPlugin | None
+    otel: OtelPlugin | None
+
+
+__all__ = ["TestRuns", "asserted"]
+
+_NO_HOOKS: Final = HookSettings()
+#: The largest run the HTML report carries itself when it was not saved to a file.
+REPORT_RUN_BYTES: Final = 8 * 1024 * 1024
+
+
+class TestRuns:
+    """What the plugin does for each test that uses the ``rollout`` fixture."""
+
+    __test__ = False  # not a test class, whatever its name
+
+    def __init__(self, plugin: PluginState) -> None:
+        self.plugin = plugin
+        self.config = plugin.config
+        self.settings: Settings = plugin.settings
+        self.tally = plugin.tally
+        self._redactors: dict[tuple[RedactionMode, HookSettings], Redactor] = {}
+
+    def claim(self, items: list[pytest.Item]) -> None:
+        """Count the goldens of ``items`` as owned (the rest of the folder is unused)."""
+        golden_dir = self.settings.golden_dir
+        for item in items:
+            try:
+                path = self.golden_for(item)
+            except RolloutError:
+                continue  # a bad golden= path: the test itself reports it
+            scope = module_dir(golden_dir, item.nodeid, redact_name=self._redact_name(item))
+            self.tally.owned.add(str(path))
+            self.tally.scopes.add(str(scope))
+
+    def _display(self, path: Path) -> str:
+        return display(self.config, path)
+
+    def redactor_for(self, mode: RedactionMode, hooks: HookSettings = _NO_HOOKS) -> Redactor:
+        """The redactor of ``mode`` with the ini key's rules and what the test's hooks add
+        (built once for each combination: compiling the rules is not free)."""
+        key = (mode, dataclasses.replace(hooks, ignore=()))
+        found = self._redactors.get(key)
+        if found is None:
+            s = self.settings
+            found = self._redactors[key] = Redactor(
+                mode,
+                extra_rules=(*s.redact_rules, *hooks.redact_rules),
+                extra_keys=(*s.redact_keys, *hooks.redact_keys),
+            )
+        return found
+
+    def _redact_name(self, item: pytest.Item) -> Callable[[str], str]:
+        """How a secret in the test's id is hidden in its golden's name: by the rules that
+        hide it in the test's content (in every mode, so the name never depends on it)."""
+        hooks = HookSettings.from_item(item)
+        return self.redactor_for(self.settings.redaction, hooks).redact_name
+
+    def marker_for(self, item: pytest.Item) -> MarkerOptions:
+        """The test's marker settings, parsed once."""
+        found = item.stash.get(MARKER_KEY, None)
+        if found is None:
+            found = item.stash[MARKER_KEY] = MarkerOptions.from_item(item)
+        return found
+
+    def golden_for(self, item: pytest.Item) -> Path:
+        """The test's golden: under the golden folder, or the file ``golden=`` names by a
+        path (one with a ``/`` or a ``.jsonl`` suffix), relative to the test file's folder
+        and inside the project (an imported incident, kept beside its test)."""
+        marker = item.get_closest_marker("rollout")
+        name = marker.kwargs.get("golden") if marker else None
+        if isinstance(name, str) and ("/" in name or name.endswith(SUFFIX)):
+            return named_golden(self.config.rootpath, item.path.parent, name)
+        return golden_path(
+            self.settings.golden_dir, item.nodeid, name, redact_name=self._redact_name(item)
+        )
+
+    def _is_named(self, path: Path) -> bool:
+        """Whether ``path`` is a golden named by path, outside the golden folder."""
+        return not path.is_relative_to(self.settings.golden_dir)
+
+    def _mode_for(self, marker: MarkerOptions) -> Mode:
+        if not marker.replay:
+            # Deterministic fakes: run live in every mode, and never read or write a golden.
+            return Mode.LIVE
+        if self.settings.mode is not Mode.RECORD and marker.mode is not None:
+            return marker.mode
+        return self.settings.mode
+
+    def _options_for(self, marker: MarkerOptions, hooks: HookSettings) -> CanonicalOptions:
+        extra = [*self.settings.ignore, *marker.ignore, *hooks.ignore]
+        return DEFAULT_OPTIONS.extended(ignore_paths=extra, drop_keys=marker.drop_keys)
+
+    def _run_path(
+        self, path: Path, run_id: str
+    ) -> tuple[Path | None, int | None, WriteRoot | None]:
+        """Where this test's run is saved, its size cap, and the folder below which no
+        symbolic link is followed."""
+        s = self.settings
+        capture = self.plugin.capture
+        if capture is not None:
+            run_path, budget = capture.new_run(run_id)
+            return run_path, budget, capture_root(capture.root)
+        if s.run_dir is not None and not self._is_named(path):
+            return s.run_dir / path.relative_to(s.golden_dir), None, WriteRoot(s.run_dir)
+        return None, None, None
+
+    def session_for(self, item: pytest.Item) -> RolloutSession:
+        s = self.settings
+        marker = self.marker_for(item)
+        hooks = HookSettings.from_item(item)
+        mode = self._mode_for(marker)
+        path = self.golden_for(item)
+        redactor = self.redactor_for(marker.redact or s.redaction, hooks)
+        analyzers = s.analyzers
+        if marker.analyzers:
+            enabled = analyzers.enabled | marker.analyzers
+            analyzers = dataclasses.replace(analyzers, enabled=enabled)
+        golden, golden_error = None, None
+        if mode.replays_tools and not self._is_named(path):
+            recover_pair(s.golden_dir, path)  # a write a crash interrupted: finish or undo it
+        if mode.replays_tools and path.exists():
+            try:
+                golden = self._verified_golden(item, path, redactor)
+            except RolloutError as exc:
+                golden_error = exc
+        run_id = new_run_id()
+        run_path, budget, run_root = self._run_path(path, run_id)
+        allow = marker.allow_unconsumed
+        session = RolloutSession(
+            test_id=item.nodeid,
+            mode=mode,
+            recorder=Recorder(run_path, redactor=redactor, max_file_bytes=budget, root=run_root),
+            golden_path=self._display(path),
+            run_display=None if run_path is None else self._display(run_path),
+            golden=golden,
+            golden_error=golden_error,
+            options=self._options_for(marker, hooks),
+            allow_unconsumed=s.allow_unconsumed if allow is None else allow,
+            error_types=self.plugin.error_types,
+            missing_hint=(f"Record it with: pytest --rollout-record {shlex.quote(item.nodeid)}"),
+            run_id=run_id,
+            prices=s.prices,
+            analyzers=analyzers,
+            audit=None if self.plugin.audit is None else self.plugin.audit.sink,
+        )
+        item.stash[ENGINE_KEY] = session.engine
+        return session
+
+    def _verified_golden(self, item: pytest.Item, path: Path, redactor: Redactor) -> Rollout:
+        """The golden at ``path``, once its receipt vouches for its bytes (docs/secrets.md)."""
+        data = read_rollout_bytes(path)
+        check = verify(path, data)
+        if check.status is not ReceiptStatus.OK and not self.settings.accept_edits:
+            shown = dataclasses.replace(check, golden=self._display(path))
+            raise GoldenEditedError(shown.message(item.nodeid))
+        rollout = loads(data, path=str(path))  # a golden the loader refuses is never sealed
+        if check.status is not ReceiptStatus.OK:
+            self._seal(path, data, redactor)
+            self.tally.counts["resealed"] += 1
+        return rollout
+
+    def _seal(self, path: Path, data: bytes, redactor: Redactor) -> None:
+        receipt = make_receipt(
+            data, redaction_mode=redactor.mode.value, rules_sha256=redactor.rules_digest
+        )
+        write_receipt(path, receipt)
+
+    def finish(self, item: pytest.Item, engine: Engine) -> None:
+        """The test is over: close its run, then keep, compare or seal what it recorded.
+
+        Afterwards the item no longer holds the engine, so the golden, the replay and the
+        recorder's lines are freed with the test, not kept to the end of the session.
+        """
+        try:
+            engine.close()
+            self._account(item, engine)
+            if engine.used:
+                self._keep(item, engine)
+        finally:
+            item.stash.__delitem__(ENGINE_KEY)
+
+    def _account(self, item: pytest.Item, engine: Engine) -> None:
+        """Charge the capture budget, and say when the run could not be saved."""
+        recorder = engine.recorder
+        if self.plugin.capture is not None and recorder.path is not None:
+            self.plugin.capture.charge(recorder.written)
+        stats = recorder.stats
+        if stats.leaked is not None:
+            self.tally.problems.append(
+                f"{item.nodeid}: its run was not saved: the file held a secret ({stats.leaked})"
+            )
+        if stats.refused is not None:
+            self.tally.problems.append(f"{item.nodeid}: its run was not saved: {stats.refused}")
+
+    def _keep(self, item: pytest.Item, engine: Engine) -> None:
+        """Hand the run to the features that keep it, then record or count it."""
+        if self.plugin.otel is not None:
+            try:
+                events = engine.events()
+            except RolloutError as exc:  # never breaks the test: said in the summary
+                self.tally.problems.append(f"{item.nodeid}: its trace was not exported: {exc}")
+            else:
+                self.plugin.otel.add(item.nodeid, events)
+        if self.plugin.html_report is not None:
+            self.plugin.html_report.add(self._report_item(item, engine))
+        if engine.mode is Mode.RECORD:
+            self._record_golden(item, engine)
+        elif engine.mode is not Mode.LIVE:
+            self.tally.counts["compared"] += 1
+
+    def _record_golden(self, item: pytest.Item, engine: Engine) -> None:
+        report = item.stash.get(CALL_REPORT_KEY, None)
+        if report is None or not report.passed:
+            self.tally.counts["not recorded (test failed)"] += 1
+            return
+        path = self.golden_for(item)
+        if self._is_named(path):  # a file the user keeps (an imported incident): never rewritten
+            self.tally.counts["named by path, left as is"] += 1
+            return
+        recorder = engine.recorder
+        redactor = recorder.redactor
+        assert redactor is not None
+        result = write_golden_and_receipt(
+            self.settings.golden_dir,
+            path,
+            recorder.getvalue(),
+            engine.options,
+            redaction_mode=redactor.mode.value,
+            rules_sha256=redactor.rules_digest,
+            scan=None if redactor.mode is RedactionMode.FULL else redactor.scan,
+        )
+        self.tally.counts[result.value] += 1
+
+    def _report_item(self, item: pytest.Item, engine: Engine) -> ReportItem:
+        """What --rollout-report shows of this test."""
+        call = item.stash.get(CALL_REPORT_KEY, None)
+        status: str = "error" if call is None else call.outcome
+        if engine.mode is Mode.RECORD and status == "passed":
+            status = "recorded"
+        golden = self.golden_for(item)
+        lines: tuple[str, ...] = ()
+        if engine.mode.replays_tools and golden.exists():
+            with contextlib.suppress(RolloutError):
+                lines = tuple(self.failure_lines(item, engine) or ())
+        run = engine.recorder.path
+        run_data = None
+        if lines and run is None:  # saved nowhere: the report carries it (bounded)
+            data = engine.recorder.getvalue()
+            if len(data) <= REPORT_RUN_BYTES:
+                run_data = data.decode("utf-8", errors="replace")
+        redactor = engine.recorder.redactor
+        return ReportItem(
+            test_id=item.nodeid if redactor is None else redactor.redact_test_id(item.nodeid),
+            status=status,
+            golden=str(golden),
+            run=None if run is None else os.path.abspath(run),
+            lines=lines,
+            run_data=run_data,
+        )
+
+    def failure_lines(self, item: pytest.Item, engine: Engine) -> list[str] | None:
+        """The failure report of a run that left its golden (``None`` when it did not),
+        rendered once and kept in the item's stash."""
+        found = item.stash.get(FAILURE_KEY, None)
+        if found is not None:
+            return found
+        try:
+            verdict = engine.verdict()
+        except RolloutError:
+            raise
+        except Exception as exc:  # a bug of ours fails this test, never the whole session
+            lines = [
+                "pytest-rollout could not compare this run with its golden: "
+                f"{type(exc).__name__}: {sanitize(str(exc))}"
+            ]
+        else:
+            if verdict.matched:
+                return None
+            lines = render_verdict(verdict, verbose=self.config.get_verbosity())
+        item.stash[FAILURE_KEY] = lines
+        return lines
+
+    def _failed_on_golden(
+        self, engine: Engine, excinfo: pytest.ExceptionInfo[BaseException] | None
+    ) -> bool:
+        """Whether the test failed on ``assert rollout == golden`` (its explanation, the
+        report's headline, is in the assertion's message)."""
+        verdict = engine.compared
+        if verdict is None or verdict.matched:
+            return False
+        return asserted(excinfo, render_headline(verdict))
+
+    def whole(self, lines: list[str], excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+        entry = excinfo.traceback[-1]
+        where = self._display(Path(entry.path))
+        return "\n".join([*lines, "", f"{where}:{entry.lineno + 1}: AssertionError"])
+
+    def _report_divergence(
+        self,
+        item: pytest.Item,
+        engine: Engine,
+        report: pytest.TestReport,
+        excinfo: pytest.ExceptionInfo[BaseException] | None,
+    ) -> None:
+        if report.passed and not engine.divergences():
+            return
+        try:
+            lines = self.failure_lines(item, engine)
+        except RolloutError:
+            return
+        if lines is None:
+            return
+        text = "\n".join(lines)
+        if report.passed or (excinfo is not None and caused_by_divergence(excinfo.value)):
+            report.outcome = "failed"
+            report.longrepr = text
+        else:
+            report.sections.append(("rollout: this run left its golden", text))
+
+
+def asserted(excinfo: pytest.ExceptionInfo[BaseException] | None, headline: str) -> bool:
+    """Whether ``excinfo`` is an ``AssertionError`` explained by a report with ``headline``."""
+    return (
+        excinfo is not None
+        and excinfo.errisinstance(AssertionError)
+        and headline in str(excinfo.value)
+    )
+
+
+def explain(left: object, right: object) -> list[str] | None:
+    """``pytest_assertrepr_compare`` for ``rollout == golden``: the report's headline only
+    (the whole report replaces pytest's explanation in the test's report, rendered once)."""
+    session, golden = (left, right) if isinstance(left, RolloutSession) else (right, left)
+    if not isinstance(session, RolloutSession) or not isinstance(golden, GoldenRef):
+        return None
+    verdict = session.engine.compared
+    if verdict is None or verdict.matched:
+        return None
+    return [render_headline(verdict)]
+
+
+def report_call(
+    runs: TestRuns,
+    item: pytest.Item,
+    engine: Engine,
+    report: pytest.TestReport,
+    excinfo: pytest.ExceptionInfo[BaseException] | None,
+) -> None:
+    """Put the right report of a test that used the ``rollout`` fixture in ``report``."""
+    if excinfo is not None and isinstance(excinfo.value, GoldenMissingError | GoldenEditedError):
+        report.longrepr = str(excinfo.value)
+    elif report.failed and runs._failed_on_golden(engine, excinfo):
+        # pytest cuts assertion explanations to a few lines outside CI; the report is
+        # only useful whole, so it stands in for the explanation here.
+        assert excinfo is not None
+        lines = runs.failure_lines(item, engine)
+        assert lines is not None
+        report.longrepr = runs.whole(lines, excinfo)
+    elif engine.replay_started and (report.passed or report.failed):
+        runs._report_divergence(item, engine, report, excinfo)
