@@ -251,6 +251,16 @@ class TestRuns:
             )
         if stats.refused is not None:
             self.tally.problems.append(f"{item.nodeid}: its run was not saved: {stats.refused}")
+        if stats.write_errors and recorder.path is not None:
+            self.tally.problems.append(
+                f"{item.nodeid}: its run was not saved: writing "
+                f"{self._display(Path(recorder.path))} failed (a full disk or a lost folder?)"
+            )
+        if stats.cut_from_file:
+            self.tally.problems.append(
+                f"{item.nodeid}: its saved run was cut at the size cap "
+                f"({stats.cut_from_file} line(s) left out; the comparison saw them all)"
+            )
 
     def _keep(self, item: pytest.Item, engine: Engine) -> None:
         """Hand the run to the features that keep it, then record or count it."""
