@@ -78,6 +78,12 @@ def pydantic_ai_trace(
 
     with contextlib.suppress(LookupError):  # the run failed: its trace says so
         asyncio.run(run())
-    request = encode_spans(exporter.get_finished_spans())
+    return otlp_line(exporter.get_finished_spans())
+
+
+def otlp_line(spans: Sequence[Any]) -> bytes:
+    """Finished ``opentelemetry-sdk`` spans as one OTLP/JSON line (an
+    ``ExportTraceServiceRequest``, as the SDK's own OTLP encoder makes it)."""
+    request = encode_spans(spans)
     line: str = MessageToJson(request, indent=None)
     return line.encode() + b"\n"

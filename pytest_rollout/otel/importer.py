@@ -24,6 +24,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
+
 from ..errors import RolloutFileError
 from ..format.events import (
     LLM_TURN_COMPLETED,
@@ -40,6 +42,8 @@ from ..format.recorder import Recorder
 from ..safety.redact import Redactor
 from . import conventions as c
 from . import mapping as m
+from .fit import fit, fit_arguments
+from .openinference import as_genai
 from .otlp import DEFAULT_TRACE_LIMITS, STATUS_ERROR, Span, TraceLimits, read_spans
 
 __all__ = [
@@ -109,18 +113,37 @@ class _Timeline:
     full: list[Any] = field(default_factory=list)
     announced: dict[Any, int] = field(default_factory=dict)
     steps: dict[str, int] = field(default_factory=dict)  # span id -> its step
+    call_ids: dict[str, Any] = field(default_factory=dict)  # tool span id -> its call's id
     skipped: set[str] = field(default_factory=set)
     unannounced: dict[str, Any] | None = None  # a turn whose tool calls the tool spans say
+    unclaimed: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # not yet run
     cost: float | None = None
     last_content: Any = None
     last_failed: Span | None = None
 
-    def emit(self, time_ns: int, event_type: str, data: dict[str, Any]) -> None:
+    def emit(self, time_ns: int, event_type: str, data: dict[str, Any], span: Span | None) -> None:
+        """Add an event, made to fit the loader's schema (each change is a warning)."""
+        data, notes = fit(event_type, data)
+        for note in notes:
+            self.warnings.append(f"{'the run' if span is None else span.label}: {note}")
         self.events.append((time_ns, event_type, data))
 
     def warn(self, span: Span, what: str) -> None:
         if not self.own:  # an export's carriers hold what its attributes do not
             self.warnings.append(f"{span.label}: {what}")
+
+    def claim(self, call_id: Any, name: Any, arguments: Any) -> dict[str, Any] | None:
+        """The announced call a tool span ran: by its id, else (a span that does not say
+        its call's id, as OpenInference's) the first waiting call of that name and
+        arguments."""
+        for index, (_, call) in enumerate(self.unclaimed):
+            if call_id is not None:
+                found = call.get("id") == call_id
+            else:
+                found = call.get("name") == name and _same(call.get("arguments"), arguments)
+            if found:
+                return self.unclaimed.pop(index)[1]
+        return None
 
     def carried(self, span: Span, key: str, data: dict[str, Any]) -> dict[str, Any]:
         if self.own and key in span.attributes:
@@ -139,7 +162,7 @@ class _Timeline:
         data = m.run_started_data(agent, chat, self.trace_id)
         if self.agent is not None:
             data = self.carried(self.agent, m.CARRIER_START, data)
-        self.emit(time_ns, RUN_STARTED, data)
+        self.emit(time_ns, RUN_STARTED, data, self.agent)
 
     def close_run(self, time_ns: int) -> None:
         event_type, data = m.terminal_data(self.agent, self.last_content, self.cost)
@@ -147,7 +170,7 @@ class _Timeline:
             event_type, data = RUN_FAILED, {"error": m.error_of(self.last_failed)}
         if self.agent is not None:
             data = self.carried(self.agent, m.CARRIER_END, data)
-        self.emit(time_ns, event_type, {**data, "step": self.step})
+        self.emit(time_ns, event_type, {**data, "step": self.step}, self.agent)
 
     # -- model calls --------------------------------------------------------------------
 
@@ -161,16 +184,18 @@ class _Timeline:
             data["messages"] = []
         else:
             self.full = full
+            self.results_in(span, data["messages"])
             if not self.own and c.missing_content(span.attributes.get(c.INPUT_MESSAGES)):
                 self.warn(span, "the content of its input messages was not captured")
         data = self.carried(span, m.CARRIER_START, data)
-        self.emit(span.start_ns, LLM_TURN_STARTED, {**data, "step": self.step})
+        self.emit(span.start_ns, LLM_TURN_STARTED, {**data, "step": self.step}, span)
 
     def chat_end(self, span: Span) -> None:
         step = self.steps[span.span_id]
         if span.status_code == STATUS_ERROR and not self.own:
             self.last_failed = span
-            self.emit(span.end_ns, LLM_TURN_FAILED, {"error": m.error_of(span), "step": step})
+            failed = {"error": m.error_of(span), "step": step}
+            self.emit(span.end_ns, LLM_TURN_FAILED, failed, span)
             return
         model = None if self.agent is None else self.agent.attributes.get(c.REQUEST_MODEL)
         data, captured = m.turn_completed_data(span, model)
@@ -182,20 +207,29 @@ class _Timeline:
             )
             self.unannounced = data
         self.last_content = data.get("content")
+        self.emit(span.end_ns, LLM_TURN_COMPLETED, data, span)
+        data = self.events[-1][2]  # as written
         for call in data.get("tool_calls") or ():
-            if isinstance(call, Mapping):
-                self.announced.setdefault(call.get("id"), step)
-        self.emit(span.end_ns, LLM_TURN_COMPLETED, data)
+            self.announced.setdefault(call.get("id"), step)
+            self.unclaimed.append((step, call))
         cost = data.get("cost_usd")
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             self.cost = (self.cost or 0.0) + cost
             if not self.own:
-                self.emit(span.end_ns, USAGE_DELTA, {"cumulative_cost_usd": round(self.cost, 9)})
+                delta = {"cumulative_cost_usd": round(self.cost, 9)}
+                self.emit(span.end_ns, USAGE_DELTA, delta, span)
 
     # -- tool calls ---------------------------------------------------------------------
 
     def tool_start(self, span: Span) -> None:
         data = self.carried(span, m.CARRIER_START, m.tool_started_data(span))
+        self.fit_arguments(span, data)
+        claimed = self.claim(data.get("call_id"), data.get("name"), data.get("arguments"))
+        if claimed is not None and data.get("call_id") is None:
+            data["call_id"] = claimed.get("id")  # the id of the call it ran, by name and arguments
+        if data.get("call_id") is None and not self.own:
+            data["call_id"] = f"otel-span-{span.span_id}"
+            self.warn(span, f"its call's id was not recorded: named {data['call_id']!r}")
         if self.unannounced is not None:
             call = {k: data.get(k) for k in ("call_id", "name", "arguments")}
             call["id"] = call.pop("call_id")
@@ -209,7 +243,8 @@ class _Timeline:
         if c.legacy_tool_attribute(span.attributes, c.TOOL_ARGUMENTS) is None:
             self.warn(span, "its arguments were not captured")
         self.steps[span.span_id] = step
-        self.emit(span.start_ns, TOOL_CALL_STARTED, {**data, "step": step})
+        self.call_ids[span.span_id] = data.get("call_id")
+        self.emit(span.start_ns, TOOL_CALL_STARTED, {**data, "step": step}, span)
 
     def tool_end(self, span: Span) -> None:
         if span.span_id in self.skipped:
@@ -218,15 +253,58 @@ class _Timeline:
         if not captured:
             self.warn(span, "its result was not captured")
         data = self.carried(span, m.CARRIER_END, data)
-        self.emit(span.end_ns, TOOL_CALL_COMPLETED, {**data, "step": self.steps[span.span_id]})
+        if data.get("call_id") is None:
+            data["call_id"] = self.call_ids.get(span.span_id)
+        self.emit(
+            span.end_ns, TOOL_CALL_COMPLETED, {**data, "step": self.steps[span.span_id]}, span
+        )
+
+    def fit_arguments(self, span: Span, data: dict[str, Any]) -> None:
+        """A tool span's arguments as the loader takes a call's: a JSON object or null."""
+        arguments = data.get("arguments")
+        if arguments is not None:
+            data["arguments"] = fit_arguments(arguments)
+            if data["arguments"] is None:
+                self.warn(span, "its arguments are not a JSON object: left out")
+
+    def results_in(self, span: Span, messages: list[Any]) -> None:
+        """The calls whose results a request carries but no tool span said (an
+        instrumentation of the model client only, as opentelemetry-instrumentation-openai-v2):
+        each becomes a started and completed call at its turn's step, with the arguments the
+        turn announced and the result the request sent back."""
+        if self.own:
+            return
+        for message in messages:
+            if not isinstance(message, Mapping) or message.get("role") != "tool":
+                continue
+            call_id = message.get("tool_call_id")
+            claimed = None if call_id is None else self.claim(call_id, None, None)
+            if claimed is None:
+                continue
+            step = self.announced.get(call_id, self.step)
+            started = {"call_id": call_id, "name": claimed.get("name")}
+            started["arguments"] = claimed.get("arguments")
+            self.emit(span.start_ns, TOOL_CALL_STARTED, {**started, "step": step}, span)
+            completed = {"call_id": call_id, "name": claimed.get("name"), "duration_ms": None}
+            completed["output"] = c.parse_json_text(message.get("content"))
+            self.emit(span.start_ns, TOOL_CALL_COMPLETED, {**completed, "step": step}, span)
 
     def extra(self, time_ns: int, name: str, text: Any) -> None:
         data = c.parse_json_text(text)
         if isinstance(data, dict):
-            self.emit(time_ns, name, data)
+            self.emit(time_ns, name, data, None)
 
 
 _Item = tuple[tuple[int, int, int, int], Callable[[], None]]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two calls' arguments are the same JSON (keys in any order)."""
+    sort = orjson.OPT_SORT_KEYS
+    try:
+        return orjson.dumps(a, option=sort) == orjson.dumps(b, option=sort)
+    except TypeError:
+        return False
 
 
 def _span_order(spans: list[Span]) -> list[Span]:
@@ -274,6 +352,7 @@ def import_spans(
     spans: list[Span], trace_id: str | None = None, *, path: str = "<trace>"
 ) -> ImportedRun:
     """The events of one trace of ``spans`` (see the module's docstring)."""
+    spans = [as_genai(s) for s in spans]
     chosen, others = choose_trace(spans, trace_id, path)
     ordered = _span_order([s for s in spans if s.trace_id == chosen])
     agent = _agent_of(ordered)
@@ -292,6 +371,8 @@ def import_spans(
     items.sort(key=lambda item: item[0])
     for _, handle in items:
         handle()
+    for _, event_type, data in line.events:  # a turn completed later by its tool spans
+        line.warnings.extend(f"the run: {note}" for note in fit(event_type, data)[1])
     return ImportedRun(chosen, tuple(others), tuple(line.events), tuple(line.warnings))
 
 

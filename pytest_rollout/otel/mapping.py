@@ -10,6 +10,7 @@ run's ``meta``, a recorded cost) in a ``pytest_rollout.*`` attribute, the *carri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ import orjson
 
 from ..sdk.pricing import cost_usd
 from . import conventions as c
+from .fit import fit_count
 from .otlp import STATUS_ERROR, Span
 
 __all__ = [
@@ -51,6 +53,8 @@ OPEN: Final = "pytest_rollout.open"
 #: On a span event: the whole payload of a rollout event with no span of its own.
 EVENT_DATA: Final = "pytest_rollout.data"
 _SKIPPED: Final = "step"
+#: What an error's status message may start with as its class (``"ValueError: ..."``).
+_CLASS_NAME: Final = re.compile(r"[A-Za-z_][\w.]*")
 
 
 # -- the carrier ------------------------------------------------------------------------
@@ -208,8 +212,9 @@ def error_of(span: Span) -> dict[str, Any]:
             }
     message = span.status_message
     name = span.attributes.get(c.ERROR_TYPE)
-    if name is None and ": " in message:
-        name, _, message = message.partition(": ")
+    prefix, colon, rest = message.partition(": ")
+    if name is None and colon and _CLASS_NAME.fullmatch(prefix):
+        name, message = prefix, rest
     return {"class": str(name or "Exception"), "message": message}
 
 
@@ -279,11 +284,13 @@ def turn_completed_data(span: Span, model: Any) -> tuple[dict[str, Any], bool]:
         usage = {"input_tokens": tokens_in, "output_tokens": tokens_out}
     version = attrs.get(c.RESPONSE_MODEL)
     priced = version or attrs.get(c.REQUEST_MODEL) or model
+    # Priced on the counts that fit the schema: the importer leaves the others out.
+    counted = {k: n for k, v in (usage or {}).items() if (n := fit_count(v)) is not None}
     data = {
         "content": content,
         "tool_calls": calls,
         "usage": usage,
-        "cost_usd": cost_usd(priced if isinstance(priced, str) else None, usage),
+        "cost_usd": cost_usd(priced if isinstance(priced, str) else None, counted),
         "model_version": version,
         "latency_ms": round((span.end_ns - span.start_ns) / 1e6, 3),
     }
