@@ -103,3 +103,22 @@ def test_write_golden_rewrites_an_unchanged_golden_when_asked(tmp_path: Path) ->
     assert write_golden(root, path, again) is WriteResult.UNCHANGED
     assert write_golden(root, path, again, keep_unchanged=False) is WriteResult.UPDATED
     assert path.read_bytes() == again
+
+
+def called(call_id: str) -> bytes:
+    rec = Recorder()
+    rec.emit("run.started", {})
+    calls = [{"id": call_id, "name": "weather", "arguments": {}}]
+    rec.emit("llm.turn.completed", {"content": None, "tool_calls": calls})
+    rec.emit("tool.call.completed", {"call_id": call_id, "name": "weather", "output": "18C"})
+    rec.emit("run.completed", {"outcome": "completed"})
+    return rec.getvalue()
+
+
+def test_write_golden_keeps_a_golden_that_differs_only_in_call_ids(tmp_path: Path) -> None:
+    root = tmp_path / "golden"
+    path = root / "test_a.jsonl"
+    first = called("call_8fK2")
+    write_golden(root, path, first)
+    assert write_golden(root, path, called("toolu_01Zq")) is WriteResult.UNCHANGED
+    assert path.read_bytes() == first

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from pytest_rollout import RolloutError
+from pytest_rollout.diff.compare import compare
 from pytest_rollout.format.files import SecretInFileError
+from pytest_rollout.format.loader import loads as load_bytes
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.safety.pending import PendingFile
 from pytest_rollout.safety.receipt import ReceiptStatus, make_receipt, receipt_path, verify
@@ -78,6 +80,44 @@ def test_an_unchanged_sealed_golden_is_left_byte_identical(tmp_path: Path) -> No
     before = [(p.read_bytes(), p.stat().st_mtime_ns) for p in (path, receipt_path(path))]
     assert write(root, path, rollout_bytes("old")) is WriteResult.UNCHANGED
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in (path, receipt_path(path))] == before
+
+
+def agent_bytes(call_id: str, *, created: int, city: str = "Paris") -> bytes:
+    """A run with one tool call named ``call_id`` and raw provider bytes stamped ``created``,
+    as a live service answers: both change on every call."""
+    rec = Recorder()
+    rec.emit("run.started", {})
+    calls = [{"id": call_id, "name": "weather", "arguments": {"city": city}}]
+    raw = {"status": 200, "body": {"id": f"chatcmpl-{created}", "created": created}}
+    rec.emit("llm.turn.started", {"messages": [{"role": "user", "content": "?"}]})
+    rec.emit("llm.turn.completed", {"content": None, "tool_calls": calls, "raw": raw})
+    rec.emit("tool.call.started", {"call_id": call_id, "name": "weather", "arguments": {}})
+    rec.emit("tool.call.completed", {"call_id": call_id, "name": "weather", "output": "18C"})
+    answer = [{"role": "assistant", "tool_calls": calls}, {"role": "tool", "tool_call_id": call_id}]
+    rec.emit("llm.turn.started", {"messages": answer})
+    rec.emit("llm.turn.completed", {"content": "18C", "tool_calls": [], "raw": raw})
+    rec.emit("run.completed", {"outcome": "completed"})
+    return rec.getvalue()
+
+
+def test_a_run_that_compares_equal_leaves_the_pair_alone(tmp_path: Path) -> None:
+    """Fresh call ids and provider timestamps are not a change: the golden is kept when
+    the comparison says the runs are identical, whatever their bytes."""
+    root = tmp_path / "golden"
+    path = root / "test_a.jsonl"
+    old = agent_bytes("call_8fK2", created=1_700_000_000)
+    write(root, path, old)
+    before = pair(path)
+    new = agent_bytes("call_Zq91", created=1_700_000_042)
+    assert load_bytes(old).events != load_bytes(new).events
+    assert compare(load_bytes(old).events, load_bytes(new).events).identical
+
+    assert write(root, path, new) is WriteResult.UNCHANGED
+    assert pair(path) == before
+
+    changed = agent_bytes("call_Zq91", created=1_700_000_042, city="Lyon")
+    assert write(root, path, changed) is WriteResult.UPDATED
+    assert pair(path) == (changed, receipt_bytes(path, changed))
 
 
 def test_a_golden_its_receipt_no_longer_vouches_for_is_rewritten(tmp_path: Path) -> None:

@@ -43,11 +43,14 @@ UNITS = [
     "hooks.slack.com/services/", "hooks.slack.com/services/T1/", "AccountKey=", "AccountKey= ",
     "SharedAccessKey=a", "Authorization: Token ", "Authorization: Token a", "?pass=", "&pwd=a",
     "?password", "Ocp-Apim-Subscription-Key: ", "subscription_key=",
+    "[REDACTED:credential-pair]", "[REDACTED:credential-pair]x", "[REDACTED:aws-secret-key:",
+    "credential-pair]", "aws-secret-key]a",
 ]
 HEADS = ["eyJ", "sk-", "a://b:", "-----BEGIN PRIVATE KEY-----", 'password="', "Bearer ", "Basic ",
          "AIza", "xoxb-", "ghp_", "sk_live_", "aws_secret_access_key", "token", "glpat-", "hf_",
          "SG.", "ya29.", "hooks.slack.com/services/T", "AccountKey=", "Authorization: Token ",
-         "?pass=", "Ocp-Apim-Subscription-Key: "]
+         "?pass=", "Ocp-Apim-Subscription-Key: ", "[REDACTED:credential-pair]",
+         "[REDACTED:aws-secret-key:sha256:"]
 inputs = [(unit * (N // len(unit) + 1))[:N] for unit in UNITS]
 inputs += [head + "a" * N for head in HEADS] + [head + " " * N for head in HEADS]
 redactor = Redactor(environ={"X_TOKEN": "abcdefgh12", "Y_SECRET": "abcdefgh12345"})
@@ -91,6 +94,8 @@ FRAGMENTS = [
     "x", "y1", "tok3n-value-xyz", 'p"w\\12345678', "glpat-", "hf_", "Q7hRt5", "SG.", "ya29.",
     "hooks.slack.com/services/", "T0AB12CD/", "AccountKey=", "SharedAccessKey=", "Token ",
     "?pass=", "&pwd=", "Ocp-Apim-Subscription-", "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3",
+    "[REDACTED:credential-pair]", "[REDACTED:aws-secret-key]", "credential-pair]",
+    ":sha256:", "aws-secret-key",
 ]  # fmt: skip
 TEXT = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
 LEAF = st.one_of(

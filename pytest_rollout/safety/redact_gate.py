@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from .redact_rules import BUILTIN_RULES, Rule
+from .redact_rules import BUILTIN_RULES, RUNS_ON, Rule
 
 __all__ = ["Gate", "build_gate"]
 
@@ -205,6 +205,21 @@ _RULE_WORDS: Final[Mapping[str, _Words]] = {
     "token-auth": _Words(()),  # the key layer's "authorization" followed by ":" or "="
     "credential-pair": _Words(()),  # its words are the key layer's
 }
+
+
+def _glued_tail(g: _GateBuilder) -> bytes:
+    """After a marker's label: the rest of the marker, then a byte of text glued to it that
+    the redactor hides with the marker (see ``RUNS_ON`` in the rules module)."""
+    label = g.cls(_ALNUM | frozenset(b"_.:-"))
+    ends = frozenset(b" \t\n\r\x0b\x0c\"'&,;\\") | frozenset(range(0x20)) | {0x7F}
+    return label + b"*+\\]" + g.cls(_ALL - ends)
+
+
+#: The marker words of the rules whose markers take in the text glued after them.
+_GLUED_WORDS: Final[Mapping[str, _Words]] = {
+    "aws-secret-key": _Words((b"aws-secret-key",), tail=_glued_tail),
+    "credential-pair": _Words((b"credential-pair",), tail=_glued_tail),
+}
 _BUILTIN_BY_LABEL: Final[Mapping[str, Rule]] = {rule.label: rule for rule in BUILTIN_RULES}
 
 
@@ -289,6 +304,7 @@ def build_gate(
     """The gate for ``rules``, the environment values ``env_forms`` (as they appear in the
     bytes searched) and the normalized extra key names; ``None`` when a rule has no known
     words (every payload is then walked)."""
+    rules = tuple(rules)
     found: list[_Words] = []
     for rule in rules:
         words = _rule_words(rule)
@@ -300,6 +316,10 @@ def build_gate(
     builder = _GateBuilder(anchors)
     for words in found:
         words.add_to(builder)
+    for rule in rules:
+        glued = _GLUED_WORDS.get(rule.label) if rule in RUNS_ON else None
+        if glued is not None:
+            glued.add_to(builder)
     _add_key_words(builder)
     for form, at in anchored:
         builder.word(form, at=at)

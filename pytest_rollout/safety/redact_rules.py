@@ -22,7 +22,8 @@ characters; the tests run every rule on 200 KB of hostile text. Rules given by t
 compiled as written: nothing checks that they cannot backtrack.
 
 The gate (:mod:`pytest_rollout.safety.redact_gate`) knows the words of each built-in rule:
-a rule added here needs its words there too, or every payload is walked.
+a rule added here needs its words there too, or every payload is walked (and a rule added
+to :data:`RUNS_ON`, the words of its marker).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from ..errors import RolloutError
 __all__ = [
     "BUILTIN_RULES",
     "KEY_SUFFIXES",
+    "RUNS_ON",
+    "RUNS_ON_TAIL",
     "SECRET_KEYS",
     "SPAN_CHECKS",
     "RedactionError",
@@ -139,6 +142,9 @@ _AWS_ACCESS: Final = Rule(
     "aws-access-key",
     r"A(?<![A-Za-z0-9]A)(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA)[A-Z0-9]{16}(?![A-Z0-9])",
 )
+#: One character of a bare credential value: it runs to whitespace, a quote, & , ; or a
+#: backslash.
+_PAIR_VALUE: Final = rf"[^\s\"'&,;\\{_CTRL}]"
 #: "secret key" and "secret access key", the words joined or split by "_", "-" or ".", as
 #: fixed-width lookbehinds (a name ending so, e.g. aws_secret_access_key or SecretAccessKey).
 _SECRET_KEY_NAMES: Final = "|".join(
@@ -151,7 +157,11 @@ _AWS_SECRET: Final = Rule(
     # starts at the "k" of "key" (a class, so the engine skips ahead to it).
     rf"[Kk](?i:ey)(?:{_SECRET_KEY_NAMES})"
     r"(?:[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?|[ \t]++)"
-    r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    # Its value runs on to where a credential pair's bare value ends, as a pair's would:
+    # otherwise forty characters followed by more are this rule's secret alone and a pair's
+    # with the text after them, and a replayed agent that glues text to the marker sees one
+    # label where the recording wrote the other.
+    r"(?P<secret>[A-Za-z0-9/+]{40}" + _PAIR_VALUE + r"*+)",
 )
 _GITLAB: Final = Rule(
     "gitlab-token",
@@ -234,7 +244,7 @@ _CREDENTIAL_PAIR: Final = Rule(
     _PAIR_WORD + r"[\"']?[ \t]*+(?>=>|[:=])(?!:)[ \t]*+[\"']?"
     r"(?!\[REDACTED:)(?!(?i:null|true|false|none)(?![A-Za-z0-9_]))"
     rf"(?P<secret>(?<=\")[^\"{_CTRL}]++(?=\")|(?<=')[^'{_CTRL}]++(?=')"
-    rf"|[^\s\"'&,;\\{_CTRL}]++)",
+    rf"|{_PAIR_VALUE}++)",
 )
 
 #: The built-in rules, applied in this order (the specific ones before the generic ones).
@@ -262,6 +272,16 @@ BUILTIN_RULES: Final[tuple[Rule, ...]] = (
     _TOKEN_AUTH,
     _CREDENTIAL_PAIR,
 )
+
+
+#: The rules whose secret runs on to the end of a bare value (:data:`RUNS_ON_TAIL` is one
+#: character of such a value). A fresh redaction leaves one of their markers followed only
+#: by such an end, so text found glued right after the marker (a replayed agent that
+#: concatenates a redacted value with more text) was part of the same secret when the run
+#: was recorded: the engine hides it with the marker, and a recording and its replay write
+#: the same text. Their markers have words in the gate too.
+RUNS_ON: Final[frozenset[Rule]] = frozenset({_AWS_SECRET, _CREDENTIAL_PAIR})
+RUNS_ON_TAIL: Final = _PAIR_VALUE
 
 
 #: Where the secret of a match is: its (start, end), or ``None`` when the match is no secret.

@@ -7,6 +7,12 @@ regular expression with the label of what it finds, and applies them in order. A
 matched again, so redacting twice changes nothing; and since a marker ends in "]", a token
 boundary, what stood glued to a secret can be one itself once the secret is replaced, so
 passes repeat until nothing changes.
+
+Stable under replay. A replayed agent is handed redacted text and may glue more text to it;
+redacting the result must write what the recording wrote. The secret of a rule in
+:data:`~pytest_rollout.safety.redact_rules.RUNS_ON` (a credential pair's value) runs on to a
+terminator, so whatever is glued right after its marker was part of that secret when the
+text was whole: it is hidden with the marker (:func:`_glued`).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Final
 import orjson
 
 from .redact_gate import Gate
-from .redact_rules import SPAN_CHECKS, Rule, SpanCheck
+from .redact_rules import RUNS_ON, RUNS_ON_TAIL, SPAN_CHECKS, Rule, SpanCheck
 
 __all__ = ["MARKER", "MARKER_OPEN", "TextRedactor", "is_marker", "json_escaped"]
 
@@ -43,6 +49,18 @@ def json_escaped(value: str) -> str:
     return orjson.dumps(value).decode("utf-8")[1:-1]
 
 
+def _glued(labels: Iterable[str]) -> re.Pattern[str] | None:
+    """The markers of ``labels`` (group ``label``) with the text glued after them (group
+    ``tail``), or ``None`` when there are none."""
+    names = sorted(set(labels))
+    if not names:
+        return None
+    alternation = "|".join(re.escape(n) for n in names)
+    return re.compile(
+        rf"\[REDACTED:(?P<label>{alternation})(?::[A-Za-z0-9_.:-]*+)?\](?P<tail>{RUNS_ON_TAIL}++)"
+    )
+
+
 def _whole(match: re.Match[str]) -> tuple[int, int] | None:
     return match.span()
 
@@ -50,6 +68,10 @@ def _whole(match: re.Match[str]) -> tuple[int, int] | None:
 def _group(match: re.Match[str]) -> tuple[int, int] | None:
     span = match.span("secret")
     return None if span[0] < 0 else span
+
+
+def _drop_tail(match: re.Match[str]) -> str:
+    return match.group()[: match.start("tail") - match.start()]
 
 
 class _Step:
@@ -129,7 +151,7 @@ class TextRedactor:
     ``hashed`` writes the digest of each secret into its marker.
     """
 
-    __slots__ = ("_custom", "_gate", "_hashed", "_raw_steps", "_steps")
+    __slots__ = ("_custom", "_gate", "_glued", "_hashed", "_raw_steps", "_steps")
 
     def __init__(
         self,
@@ -139,7 +161,9 @@ class TextRedactor:
         *,
         hashed: bool,
     ) -> None:
+        rules = tuple(rules)
         self._steps, self._raw_steps = _compile_steps(rules, secrets)
+        self._glued = _glued(rule.label for rule in rules if rule in RUNS_ON)
         self._gate = gate
         self._hashed = hashed
         self._custom: Callable[[str, str], str] | None = None
@@ -170,18 +194,29 @@ class TextRedactor:
             result = self._pass(result)
             if result == before:
                 break
+        glued = self._glued
+        if glued is not None and MARKER_OPEN in result:
+            result = glued.sub(_drop_tail, result)
         return result
 
     def first_label(self, text: str) -> str | None:
         """The label of the first secret :meth:`redact` would hide, or ``None``."""
         if self._clean(text):
             return None
-        return self._label(text, self._steps)
+        return self._label(text, self._steps) or self._glued_label(text)
 
     def raw_label(self, text: str) -> str | None:
         """The label of the first secret in raw text, where an environment value may also
         be written JSON-escaped (no gate: the caller has searched already)."""
-        return self._label(text, self._raw_steps)
+        return self._label(text, self._raw_steps) or self._glued_label(text)
+
+    def _glued_label(self, text: str) -> str | None:
+        """The label of the first marker :meth:`redact` would hide glued text with."""
+        glued = self._glued
+        if glued is None or MARKER_OPEN not in text:
+            return None
+        found = glued.search(text)
+        return None if found is None else found.group("label")
 
     def _clean(self, text: str) -> bool:
         """Whether the gate rules out any secret in ``text`` (seen as in a payload)."""

@@ -2,8 +2,9 @@
 
 A golden is an ordinary rollout file, named after its test id with every secret in the id
 redacted (:mod:`~pytest_rollout.safety.names`). It is written only inside the golden
-directory, and only when its canonical content changed, so re-recording an unchanged run
-leaves the file byte-identical.
+directory, and only when the new run does not compare equal to the golden it would replace
+(by :func:`~pytest_rollout.diff.compare.compare` itself, provider tool-call ids renamed in
+order), so re-recording an unchanged run leaves the file and its receipt byte-identical.
 
 A golden and its receipt are written as one unit (:func:`write_golden_and_receipt`). Both
 are first written whole as pending files beside their targets
@@ -29,7 +30,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
-from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions, canonicalize
+from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from ..diff.compare import compare
 from ..errors import RolloutError, RolloutFormatError
 from ..format.files import (
     SecretInFileError,
@@ -171,8 +173,12 @@ class WriteResult(StrEnum):
     UNCHANGED = "unchanged"
 
 
-def _canonical_keys(rollout: Rollout, options: CanonicalOptions) -> list[bytes]:
-    return [e.key for e in canonicalize(rollout.events, options)]
+def _same_run(old: Rollout, new: Rollout, options: CanonicalOptions) -> bool:
+    """Whether ``new`` compares equal to ``old``, the golden it would replace: the very
+    comparison replay and ``rollout diff`` make (provider tool-call ids renamed in order,
+    volatile fields and raw provider bytes left out), so a run that passes against its
+    golden never rewrites it."""
+    return compare(old.events, new.events, options).identical
 
 
 def write_golden(
@@ -187,7 +193,7 @@ def write_golden(
     """Write ``data`` (a whole rollout) as the golden at ``path``, atomically, without its
     receipt (the plugin records goldens with :func:`write_golden_and_receipt`).
 
-    Nothing is written when the existing golden has the same canonical content. The new
+    Nothing is written when the new run compares equal to the existing golden. The new
     content is validated by the loader first, so a golden is always loadable, and ``path``
     must be inside ``golden_dir`` (checked before any directory is made). ``scan`` is the
     redactor's last look at the bytes (see :func:`~pytest_rollout.format.files.atomic_write`).
@@ -205,7 +211,7 @@ def write_golden(
         except RolloutFormatError:
             pass  # a broken golden is replaced
         else:
-            if _canonical_keys(old, options) == _canonical_keys(new, options):
+            if _same_run(old, new, options):
                 return WriteResult.UNCHANGED
     atomic_write(target, data, scan=scan)
     return WriteResult.UPDATED if existed else WriteResult.CREATED
@@ -224,8 +230,8 @@ def write_golden_and_receipt(
     """Write ``data`` (a whole rollout) as the golden at ``path`` together with its receipt,
     as one unit (see the module documentation).
 
-    Nothing is written when the golden matches its receipt and has the same canonical
-    content. The new content is validated by the loader first, ``path`` must be inside
+    Nothing is written when the golden matches its receipt and the new run compares equal
+    to it. The new content is validated by the loader first, ``path`` must be inside
     ``golden_dir`` (checked before any directory is made), and the folder is settled first,
     which removes what interrupted writes left. ``scan`` is the redactor's last look at the
     bytes: when it names a secret, :class:`~pytest_rollout.format.files.SecretInFileError`
@@ -255,7 +261,7 @@ def _sealed_and_unchanged(target: Path, new: Rollout, options: CanonicalOptions)
         old = loads(data, path=str(target))
     except RolloutFormatError:
         return False  # a broken golden is replaced
-    return _canonical_keys(old, options) == _canonical_keys(new, options)
+    return _same_run(old, new, options)
 
 
 def _commit_pair(target: Path, data: bytes, receipt_data: bytes) -> None:
