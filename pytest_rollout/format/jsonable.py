@@ -12,6 +12,13 @@ pydantic models. This module owns how those become JSON, in two flavours:
 
 Everything that compares live values with recorded ones (replay, the session) goes through
 here, so both sides see the same data (docs/file-format.md).
+
+A value on its way to the recorder is encoded once (:func:`snapshot`): orjson encodes it
+(calling :func:`json_default` for the common non-JSON types only), and its bytes go into the
+event's payload as an ``orjson.Fragment``, which the recorder copies verbatim. Those are the
+bytes the value's plain data would encode to, so the line is the same; the plain data is read
+back from them only when something asks for it (:func:`snapshot_value`). Only a value orjson
+refuses that way goes through :func:`to_json_data_or_placeholder`.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from typing import Any, Final
 import orjson
 
 __all__ = [
+    "encode_event",
     "encode_payload",
     "encode_with_placeholders",
     "json_copy",
     "json_default",
+    "snapshot",
+    "snapshot_value",
     "text_default",
     "to_json_data",
     "to_json_data_or_placeholder",
@@ -72,7 +82,10 @@ def _default_or_placeholder(value: Any) -> Any:
 
 def _scrubbed(value: Any, depth: int) -> Any:
     """A copy of ``value`` that orjson can encode: strings with lone surrogates escaped,
-    integers beyond 64 bits as text, anything else unencodable as a placeholder."""
+    integers beyond 64 bits as text, anything else unencodable as a placeholder (a
+    :func:`snapshot`'s bytes are kept as they are)."""
+    if isinstance(value, orjson.Fragment):
+        return value
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, bool | float) or value is None:
@@ -120,6 +133,48 @@ def to_json_data_or_placeholder(value: Any) -> Any:
         return to_json_data(value)
     except Exception:
         return _placeholder(value)
+
+
+def encode_event(data: dict[str, Any], key: str) -> bytes | None:
+    """An event's ``data``, whose ``data[key]`` is a value from the agent, encoded once: the
+    bytes the recorder makes of ``data`` once that value is plain data (encoding plain data
+    again gives the same bytes), for :meth:`~.recorder.Recorder.emit_payload`. ``None`` when
+    orjson with :func:`json_default` refuses it (keys that are not strings, a value that
+    cannot be recorded): ``data[key]`` is then made plain (or its placeholder) in place,
+    and ``data`` is for :meth:`~.recorder.Recorder.emit`, as before."""
+    try:
+        return orjson.dumps(data, default=json_default)
+    except Exception:
+        data[key] = to_json_data_or_placeholder(data[key])
+        return None
+
+
+#: What wraps a value for :func:`snapshot`: the value is encoded at the depth (and with the
+#: checks) of :func:`to_json_data`, and its bytes are those between the two ends.
+_HEAD: Final = len(b'{"v":')
+
+
+def snapshot(value: Any) -> tuple[Any, bytes | None]:
+    """``value`` as it goes into an event's payload, encoded once.
+
+    Returns what to put in the payload and the bytes it was read from: an
+    ``orjson.Fragment`` of the bytes of :func:`to_json_data` of ``value`` (the recorder
+    copies them as they are), or, when that takes more than orjson with
+    :func:`json_default` (keys that are not strings, a placeholder), the plain data of
+    :func:`to_json_data_or_placeholder` and ``None``. Either way the payload encodes to the
+    same bytes as one holding the plain data. :func:`snapshot_value` gives the plain data.
+    """
+    try:
+        wrapped = orjson.dumps({"v": value}, default=json_default)
+    except Exception:
+        return to_json_data_or_placeholder(value), None
+    return orjson.Fragment(wrapped[_HEAD:-1]), wrapped
+
+
+def snapshot_value(part: Any, wrapped: bytes | None) -> Any:
+    """The plain data of a :func:`snapshot` (what :func:`to_json_data_or_placeholder`
+    gives for the value), read back from its bytes."""
+    return part if wrapped is None else orjson.loads(wrapped)["v"]
 
 
 def json_copy(value: Any) -> Any:

@@ -7,7 +7,9 @@ of events at a time (when the batch is full, when the run ends, or when the reco
 read), in emission order: the event cap, the redactor (which sees every payload's bytes
 before anything else does, so nothing downstream ever sees a secret), ``seq``, and the line
 (its bytes are made by :mod:`.lines`), appended to an in-memory buffer that is written to the
-file in batches. Payloads are encoded as :mod:`.jsonable` says.
+file in batches. Payloads are encoded as :mod:`.jsonable` says; a caller that has encoded a
+payload already (the session's tool calls, :func:`.jsonable.encode_event`) hands its bytes to
+:meth:`Recorder.emit_payload`, so that it is encoded once.
 
 It never raises into the caller: a payload that cannot be encoded, an event past the event
 cap or a failed write is counted, and events lost before a later one is recorded are marked
@@ -199,6 +201,36 @@ class Recorder:
         if due:
             self._drain(boundary)
 
+    def emit_payload(self, event_type: str, payload: bytes, /) -> None:
+        """Record one event whose payload the caller has encoded: the bytes of a JSON object
+        as orjson makes them (its key order kept), with no ``step`` of its own, so the
+        event's step follows from its type. What :meth:`emit` does, minus the encoding: the
+        bytes are recorded as they are (redacted like any payload). Never raises; a
+        payload that is not ``bytes`` is counted as one that could not be encoded."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._closed:
+                self._late += 1
+                return
+            step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
+            terminal = event_type in TERMINAL_TYPES
+            boundary = event_type in _TURN_TYPES and self._file is not None
+            checked = payload if type(payload) is bytes else self._not_bytes(terminal)
+            pending = self._pending
+            pending.append((self._clock(), event_type, checked, step, event_type != RUN_STARTED))
+            if terminal:
+                self._closed = True
+            due = terminal or boundary or len(pending) >= self._batch
+        except Exception:  # the recorder must never break the run it records
+            with contextlib.suppress(Exception):
+                self._pending.append(_LOST)
+            due = boundary = False
+        finally:
+            lock.release()
+        if due:
+            self._drain(boundary)
+
     def _drain(self, write: bool) -> None:
         """Turn the pending events into lines, in the order they were emitted, and write
         them out if ``write`` (a turn boundary) or a flush is due."""
@@ -336,6 +368,12 @@ class Recorder:
             if terminal:  # the terminal event is always kept, so the file stays loadable
                 return encode_with_placeholders(data)
             return None
+
+    def _not_bytes(self, terminal: bool) -> bytes | None:
+        """Count a payload handed over encoded that is no ``bytes``: the event is lost, but
+        the terminal event is always kept (with no data), so the file stays loadable."""
+        self._encode_errors += 1
+        return b"{}" if terminal else None
 
     def _next_step(self, event_type: str) -> int:
         if event_type == RUN_STARTED:

@@ -14,8 +14,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import orjson
 
 from ..analysis.analyzers import Analysis, AnalyzerOptions
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
@@ -36,6 +37,7 @@ from ..format.events import (
     USAGE_DELTA,
     Event,
 )
+from ..format.jsonable import encode_event
 from ..format.jsonable import to_json_data_or_placeholder as plain
 from ..format.loader import Rollout
 from ..format.recorder import Recorder
@@ -45,6 +47,7 @@ from ..sdk.pricing import PRICES, Price
 from .exceptions import causes, error_data
 from .golden import GoldenMissingError
 from .mode import Mode
+from .tools import AnnouncedCalls
 
 __all__ = ["AuditSink", "Engine"]
 
@@ -56,16 +59,6 @@ class AuditSink(Protocol):
     def is_action(self, tool_name: str) -> bool: ...
 
     def write(self, run_id: str, event_type: str, payload: Mapping[str, Any]) -> None: ...
-
-
-@dataclass(slots=True)
-class _Announced:
-    """A tool call announced by the current turn, waiting for the agent to make it."""
-
-    call_id: str
-    name: str
-    arguments: Any
-    claimed: bool = False
 
 
 def _as_is(value: Any) -> Any:
@@ -110,6 +103,7 @@ class Engine:
     ) -> None:
         self.test_id = test_id
         self.mode = mode
+        self._replays = mode.replays_tools
         self.recorder = recorder
         self.golden_path = golden_path
         self.golden = golden
@@ -139,7 +133,7 @@ class Engine:
         self._provider: str | None = None
         self._cost = 0.0
         self._costed = False
-        self._announced: list[_Announced] = []
+        self._announced = AnnouncedCalls()
         self._verdict: Verdict | None = None
 
     # -- the golden and its replay ------------------------------------------------
@@ -256,23 +250,52 @@ class Engine:
         ``context`` is what the analyzers see instead of ``data`` (the error's cause chain
         of a failed run, which the event itself does not carry).
         """
+        self._record(event_type, data, context, None)
+
+    def record_encoded(self, event_type: str, payload: bytes) -> None:
+        """:meth:`record` an event whose payload is encoded already (:func:`encode_event`):
+        the bytes are recorded as they are, and read back only if an analyzer runs."""
+        if self._deferred or self._analysis is not None or self.analyzer_options.enabled:
+            self._record(event_type, None, None, payload)
+        else:
+            self.recorder.emit_payload(event_type, payload)
+
+    def _record(
+        self,
+        event_type: str,
+        data: Mapping[str, Any] | None,
+        context: Mapping[str, Any] | None,
+        payload: bytes | None,
+    ) -> None:
+        """What :meth:`record` does, for an event given as ``data`` or as its ``payload``."""
         if self._deferred and event_type != RUN_STARTED:
-            with self._lock:
-                deferred, self._deferred = self._deferred, []
-            for callback in deferred:
-                callback()
+            self._run_deferred()
         analysis = self._analysis
         if analysis is None:
             if not self.analyzer_options.enabled:
-                self.recorder.emit(event_type, data)
+                self._emit(event_type, data, payload)
                 return
             analysis = self._analysis = Analysis(self.analyzer_options)
-        seen = data if context is None else context
+        seen = context if context is not None else data
+        if seen is None:
+            seen = orjson.loads(payload) if payload is not None else {}
         for found in _analyzed(analysis.before, event_type, seen, self.recorder.step):
             self.recorder.emit(*found)
-        self.recorder.emit(event_type, data)
+        self._emit(event_type, data, payload)
         for found in _analyzed(analysis.after, event_type, seen, self.recorder.step):
             self.recorder.emit(*found)
+
+    def _emit(self, event_type: str, data: Mapping[str, Any] | None, payload: bytes | None) -> None:
+        if payload is not None:
+            self.recorder.emit_payload(event_type, payload)
+        else:
+            self.recorder.emit(event_type, data)
+
+    def _run_deferred(self) -> None:
+        with self._lock:
+            deferred, self._deferred = self._deferred, []
+        for callback in deferred:
+            callback()
 
     def _audit_event(self, event_type: str, data: Mapping[str, Any], **extra: Any) -> None:
         """Append an entry to the audit trail, when there is one (redacted like the run)."""
@@ -391,7 +414,7 @@ class Engine:
         if raw is not None:
             data["raw"] = raw
         self.record(LLM_TURN_COMPLETED, data)
-        self._announced = [_Announced(c.id, c.name, plain(c.arguments)) for c in turn.tool_calls]
+        self._announced.announce(turn.tool_calls)
         if turn.cost_usd is not None:
             self._cost += turn.cost_usd
             self._costed = True
@@ -422,28 +445,27 @@ class Engine:
 
     # -- tool calls -----------------------------------------------------------------
 
-    def _claim_call_id(self, name: str, arguments: Any) -> str | None:
-        """The id of the announced call this call answers: the first unclaimed one with the
-        same name and arguments, else (arguments changed on the way) the same name."""
-        for exact in (True, False):
-            for call in self._announced:
-                if call.claimed or call.name != name:
-                    continue
-                if exact and call.arguments != arguments:
-                    continue
-                call.claimed = True
-                return call.call_id
-        return None
-
     def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
-        """Record a call's start; when replaying, find its recorded answer (or raise)."""
-        self.ensure_started()
-        arguments = plain(bound)
-        call_id = self._claim_call_id(name, arguments)
+        """Record a call's start; when replaying, find its recorded answer (or raise).
+
+        The event is encoded once (:func:`encode_event`); the plain arguments are read back
+        from its bytes only for what compares or redacts them (replay, the audit trail)."""
+        if not self._start_written:
+            self.ensure_started()
+        data = self._announced.started(name, bound)
+        call_id = data["call_id"]
         step = self.recorder.step
-        self.record(TOOL_CALL_STARTED, {"call_id": call_id, "name": name, "arguments": arguments})
-        replay = self.replay
-        if self._audit is not None and self._audit.is_action(name):
+        payload = encode_event(data, "arguments")
+        if payload is None:
+            self.record(TOOL_CALL_STARTED, data)
+        else:
+            self.record_encoded(TOOL_CALL_STARTED, payload)
+        replay = self.replay if self._replays else None
+        audited = self._audit is not None and self._audit.is_action(name)
+        if replay is None and not audited:
+            return call_id, step, None
+        arguments = data["arguments"] if payload is None else orjson.loads(payload)["arguments"]
+        if audited:
             # In the audit trail only: a run's events (and so its golden) do not depend on
             # whether the trail is on.
             action = {"call_id": call_id, "step": step, "name": name, "arguments": arguments}
@@ -486,9 +508,14 @@ class Engine:
         }
         if error is not None:
             data["error"] = error_data(error)
+            self.record(TOOL_CALL_COMPLETED, data)
+            return
+        data["output"] = output
+        payload = encode_event(data, "output")  # encoded once, as the arguments are
+        if payload is None:
+            self.record(TOOL_CALL_COMPLETED, data)
         else:
-            data["output"] = plain(output)
-        self.record(TOOL_CALL_COMPLETED, data)
+            self.record_encoded(TOOL_CALL_COMPLETED, payload)
 
     # -- the end ------------------------------------------------------------------
 

@@ -1,17 +1,45 @@
-"""Wrapped tools: each call recorded through the engine, answered from the golden in replay."""
+"""Wrapped tools: each call recorded through the engine, answered from the golden in replay.
+
+A call's arguments are recorded as one object, named by the tool's signature the way
+``inspect.Signature.bind`` names them. Binding is the same for every call of one shape (the
+count of positional arguments and the keyword names, in order), so :class:`Binder` binds
+each shape once and keeps where every argument goes: later calls of that shape only copy
+their values into place.
+
+A call answers a tool call its model turn announced: :class:`AnnouncedCalls` finds which,
+by name and arguments, to record the announced call id with it.
+"""
 
 from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import wraps
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final, Protocol
 
-if TYPE_CHECKING:
-    from .engine import Engine
+from ..format.jsonable import snapshot, snapshot_value
+from ..replay.turns import ToolCall
 
-__all__ = ["bind_arguments", "wrap_tool"]
+__all__ = ["AnnouncedCalls", "Binder", "ToolRecorder", "bind_arguments", "wrap_tool"]
+
+#: Where a recorded argument comes from: its name, then a positional argument's index, a
+#: keyword's name, or (a ``*args`` parameter) the index its positional arguments start at.
+_Place = tuple[str, int, Any]
+_POSITIONAL: Final = 0
+_KEYWORD: Final = 1
+_REST: Final = 2
+#: The places of a call whose arguments are recorded as given: keywords only, in the order
+#: of the signature (a copy of them is the arguments object). Told apart by identity.
+_AS_GIVEN: Final[tuple[_Place, ...]] = (("", _KEYWORD, ""),)
+#: The most call shapes a tool remembers (a tool is called in a few shapes, not thousands).
+_MAX_SHAPES: Final = 64
+
+
+def _unbound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a call that its signature does not name."""
+    return {"args": list(args), **kwargs} if args else dict(kwargs)
 
 
 def bind_arguments(
@@ -19,11 +47,11 @@ def bind_arguments(
 ) -> dict[str, Any]:
     """A tool call's arguments as one object, positional ones named by the signature."""
     if signature is None:
-        return {"args": list(args), **kwargs} if args else dict(kwargs)
+        return _unbound(args, kwargs)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError:
-        return {"args": list(args), **kwargs} if args else dict(kwargs)
+        return _unbound(args, kwargs)
     arguments: dict[str, Any] = {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind
@@ -34,19 +62,166 @@ def bind_arguments(
     return arguments
 
 
-def wrap_tool(engine: Engine, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _places(signature: inspect.Signature, count: int, keywords: tuple[str, ...]) -> list[_Place]:
+    """Where each argument of a call of this shape goes, or raise ``TypeError`` when the
+    signature does not take such a call. Found by binding stand-ins: the index of each
+    positional argument and the name of each keyword one."""
+    bound = signature.bind(*range(count), **{k: k for k in keywords})
+    places: list[_Place] = []
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            places.extend((key, _KEYWORD, key) for key in value)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            places.append((name, _REST, value[0] if value else count))
+        else:
+            places.append((name, _POSITIONAL if type(value) is int else _KEYWORD, value))
+    return places
+
+
+class Binder:
+    """:func:`bind_arguments` for one signature, with each call shape bound once."""
+
+    __slots__ = ("_shapes", "_signature")
+
+    def __init__(self, signature: inspect.Signature | None) -> None:
+        self._signature = signature
+        # By shape: where the arguments go, or None for a call the signature refuses.
+        self._shapes: dict[tuple[int, tuple[str, ...]], tuple[_Place, ...] | None] = {}
+
+    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        shape = (len(args), tuple(kwargs))
+        try:
+            places = self._shapes[shape]
+        except KeyError:
+            if not self._learn(shape):
+                return bind_arguments(self._signature, args, kwargs)
+            places = self._shapes[shape]
+        if places is None:
+            return _unbound(args, kwargs)
+        if places is _AS_GIVEN:
+            return dict(kwargs)
+        arguments: dict[str, Any] = {}
+        for name, kind, source in places:
+            if kind == _POSITIONAL:
+                arguments[name] = args[source]
+            elif kind == _KEYWORD:
+                arguments[name] = kwargs[source]
+            else:
+                arguments[name] = list(args[source:])
+        return arguments
+
+    def _learn(self, shape: tuple[int, tuple[str, ...]]) -> bool:
+        """Bind a new shape and keep where its arguments go; ``False`` when it is not kept
+        (no signature, or too many shapes already): such a call is bound whole."""
+        if self._signature is None or len(self._shapes) >= _MAX_SHAPES:
+            return False
+        count, keywords = shape
+        try:
+            places: tuple[_Place, ...] | None = tuple(_places(self._signature, count, keywords))
+        except TypeError:
+            places = None
+        if not count and places == tuple((k, _KEYWORD, k) for k in keywords):
+            places = _AS_GIVEN  # keyword arguments only, in the signature's order
+        self._shapes[shape] = places
+        return True
+
+
+class ToolRecorder(Protocol):
+    """What a wrapped tool reports its calls to (the session's engine)."""
+
+    def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
+        """Record a call's start: its call id, its step, and its recorded answer (or None)."""
+        ...
+
+    def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
+        """The recorded answer of a replayed call (or its error raised again)."""
+        ...
+
+    def tool_completed(
+        self,
+        name: str,
+        call_id: str | None,
+        t0: float,
+        *,
+        output: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Record a live call's end, with its output or its error."""
+        ...
+
+
+@dataclass(slots=True)
+class _Announced:
+    """A tool call announced by a turn, waiting for the agent to make it; its arguments as
+    :func:`~pytest_rollout.format.jsonable.snapshot` gives them."""
+
+    call_id: str
+    name: str
+    part: Any
+    wrapped: bytes | None
+    claimed: bool = False
+
+    def same_arguments(self, part: Any, wrapped: bytes | None, plain: list[Any]) -> bool:
+        """Whether a call's arguments (a snapshot) are this call's, compared as plain data:
+        equal bytes are equal data, and other bytes are read back to be compared (the
+        call's own plain data once, kept in ``plain``)."""
+        if wrapped is not None and wrapped == self.wrapped:
+            return True
+        if not plain:
+            plain.append(snapshot_value(part, wrapped))
+        return bool(snapshot_value(self.part, self.wrapped) == plain[0])
+
+
+class AnnouncedCalls:
+    """The tool calls the last turn announced, each claimed by the first call that answers
+    it: the first unclaimed one with the same name and arguments (as plain data), else
+    (arguments changed on the way) the same name."""
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: list[_Announced] = []
+
+    def announce(self, calls: Iterable[ToolCall]) -> None:
+        """A turn's tool calls (those of the turn before are forgotten)."""
+        self._calls = [_Announced(c.id, c.name, *snapshot(c.arguments)) for c in calls]
+
+    def started(self, name: str, bound: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``tool.call.started`` data of a call: the id of the announced call it
+        claims, and its arguments as they come, unless they are to be compared with an
+        announced call's (then they are encoded here, once, and go in as those bytes)."""
+        if not any(not call.claimed and call.name == name for call in self._calls):
+            return {"call_id": None, "name": name, "arguments": bound}
+        part, wrapped = snapshot(bound)
+        return {"call_id": self._claim(name, part, wrapped), "name": name, "arguments": part}
+
+    def _claim(self, name: str, part: Any, wrapped: bytes | None) -> str | None:
+        plain: list[Any] = []  # the call's plain arguments, once read back
+        for exact in (True, False):
+            for call in self._calls:
+                if call.claimed or call.name != name:
+                    continue
+                if exact and not call.same_arguments(part, wrapped, plain):
+                    continue
+                call.claimed = True
+                return call.call_id
+        return None
+
+
+def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` recorded as tool ``name``: sync or async, as ``fn`` is."""
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):
         signature = None
+    bind = Binder(signature)
 
     if inspect.iscoroutinefunction(fn):
 
         @wraps(fn)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
-            arguments = bind_arguments(signature, args, kwargs)
-            call_id, step, replayed = engine.tool_started(name, arguments)
+            call_id, step, replayed = engine.tool_started(name, bind(args, kwargs))
             if replayed is not None:
                 return engine.replayed_result(name, call_id, step, replayed)
             t0 = time.perf_counter()
@@ -62,8 +237,7 @@ def wrap_tool(engine: Engine, name: str, fn: Callable[..., Any]) -> Callable[...
 
     @wraps(fn)
     def tool(*args: Any, **kwargs: Any) -> Any:
-        arguments = bind_arguments(signature, args, kwargs)
-        call_id, step, replayed = engine.tool_started(name, arguments)
+        call_id, step, replayed = engine.tool_started(name, bind(args, kwargs))
         if replayed is not None:
             return engine.replayed_result(name, call_id, step, replayed)
         t0 = time.perf_counter()
