@@ -12,7 +12,7 @@ import pytest
 from pytest_rollout import Recorder
 from pytest_rollout.cli import main
 from pytest_rollout.diff.divergence import Divergence, DivergenceKind
-from pytest_rollout.diff.drift import ToolCallDrift, drift_report
+from pytest_rollout.diff.drift import ToolCallDrift, drift_report, model_family
 from pytest_rollout.format.events import Event
 
 SYSTEM = "You are a weather assistant."
@@ -136,10 +136,6 @@ def test_replay_divergences_are_the_headline() -> None:
             run(model="m-2", city="Lyon"),
             "the model changed: m-1 in a, m-2 in b",
         ),
-        (
-            run(version="m-1-2027", city="Lyon"),
-            "the model changed: m-1, m-1-2026 in a, m-1, m-1-2027 in b",
-        ),
         (run(tools=("weather", "search"), city="Lyon"), "the set of tools changed"),
         (run(schema="enum", city="Lyon"), "the tool schemas sent to the model changed"),
         (run(system="Be brief.", city="Lyon"), "the system prompt changed (sha256 "),
@@ -148,12 +144,119 @@ def test_replay_divergences_are_the_headline() -> None:
             "tool weather returned a differently shaped result at step 1",
         ),
     ],
-    ids=["model", "model-version", "tool-set", "tool-schema", "system-prompt", "result-shape"],
+    ids=["model", "tool-set", "tool-schema", "system-prompt", "result-shape"],
 )
 def test_likely_causes_come_from_evidence(b: tuple[Event, ...], cause: str) -> None:
     causes = drift_report(GOLDEN, b).likely_causes
     assert len(causes) == 1
     assert causes[0].startswith(cause)
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered"),
+    [
+        (("gpt-4o-mini", "gpt-4o-mini"), ("gpt-4o-mini", "gpt-4o-mini-2024-07-18")),
+        (("gpt-4o-mini", "gpt-4o-mini"), ("gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-09-01")),
+        (("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022"), ("x", "x")),
+        (("gpt-4-0613", "gpt-4"), ("gpt-4-0613", "gpt-4-0613")),
+        (("gemini-1.5-pro@20240514", "gemini-1.5-pro"), ("", "")),
+    ],
+    ids=["dated-answer", "two-dates", "alias-and-date", "openai-mmdd", "vertex-at"],
+)
+def test_a_dated_version_of_the_same_model_is_not_a_model_change(
+    asked: tuple[str, str], answered: tuple[str, str]
+) -> None:
+    golden = run(model=asked[0], version=answered[0])
+    report = drift_report(golden, run(model=asked[1], version=answered[1], city="Lyon"))
+    assert not report.matched
+    assert report.likely_causes == ()
+
+
+def test_another_requested_model_is_a_model_change() -> None:
+    golden = run(model="gpt-4o-mini", version="gpt-4o-mini-2024-07-18")
+    b = run(model="gpt-4o", version="gpt-4o-2024-08-06", city="Lyon")
+    assert drift_report(golden, b).likely_causes == (
+        "the model changed: gpt-4o-mini in a, gpt-4o in b",
+    )
+
+
+def _requested(model: str | None, version: str) -> tuple[Event, ...]:
+    """A run that names its model in each request's params (an SDK agent), or nowhere."""
+    params = {} if model is None else {"model": model}
+    return (
+        Event(0, "t", "run.started", {}, 0),
+        Event(1, "t", "llm.turn.started", {"step": 1, "messages": [], "params": params}, 1),
+        Event(
+            2,
+            "t",
+            "llm.turn.completed",
+            {"step": 1, "content": version, "model_version": version},
+            1,
+        ),
+        Event(3, "t", "run.completed", {"step": 1}, 1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "cause"),
+    [
+        (
+            ("gpt-4o-mini", "gpt-4o-mini-2024-07-18"),
+            ("gpt-4o-mini", "gpt-4o-mini-2025-01-01"),
+            None,
+        ),
+        (("gpt-4o-mini", "gpt-4o-mini"), ("gpt-4.1", "gpt-4.1"), "gpt-4o-mini in a, gpt-4.1 in b"),
+        ((None, "gpt-4o-mini-2024-07-18"), (None, "gpt-4o-mini"), None),
+        (
+            (None, "gpt-4o-mini-2024-07-18"),
+            (None, "gpt-4o-2024-08-06"),
+            "gpt-4o-mini-2024-07-18 in a",
+        ),
+    ],
+    ids=["params-same-family", "params-other-model", "answered-same-family", "answered-other"],
+)
+def test_the_requested_model_comes_from_the_requests_or_else_the_answers(
+    a: tuple[str | None, str], b: tuple[str | None, str], cause: str | None
+) -> None:
+    causes = drift_report(_requested(*a), _requested(*b)).likely_causes
+    if cause is None:
+        assert causes == ()
+    else:
+        assert len(causes) == 1
+        assert causes[0].startswith(f"the model changed: {cause}")
+
+
+def test_rollout_diff_names_a_model_change_only_for_another_model(tmp_path: Path) -> None:
+    a = _save(tmp_path, "a.jsonl", run(model="gpt-4o-mini", version="gpt-4o-mini"))
+    dated = _save(
+        tmp_path,
+        "dated.jsonl",
+        run(model="gpt-4o-mini", version="gpt-4o-mini-2024-07-18", city="Lyon"),
+    )
+    other = _save(tmp_path, "other.jsonl", run(model="gpt-4o", version="gpt-4o", city="Lyon"))
+    out = io.StringIO()
+    assert main(["diff", a, dated], out=out) == 1
+    assert "Likely cause" not in out.getvalue()
+    out = io.StringIO()
+    assert main(["diff", a, other], out=out) == 1
+    assert "Likely cause: the model changed: gpt-4o-mini in a, gpt-4o in b\n" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("gpt-4o-mini", "gpt-4o-mini"),
+        ("claude-3-5-sonnet-20241022", "claude-3-5-sonnet"),
+        ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
+        ("gpt-3.5-turbo-0125", "gpt-3.5-turbo"),
+        ("claude-3-5-sonnet-v2@20241022", "claude-3-5-sonnet-v2"),
+        ("m-1-2026", "m-1-2026"),  # not a date
+        ("o1", "o1"),
+    ],
+)
+def test_model_family(name: str, family: str) -> None:
+    assert model_family(name) == family
 
 
 def test_same_shape_different_values_is_not_a_cause() -> None:

@@ -1,6 +1,7 @@
 """``rollout import otel`` and ``rollout export otel``: OpenTelemetry GenAI traces in and out
 (docs/otel.md). Their arguments (``add_import_parser``, ``add_export_parser``) and their work
-(``import_otel``, ``export_otel``), each returning the exit status."""
+(``import_otel``, ``export_otel``), each returning the exit status. The work imports what it
+needs when it runs: ``rollout --help`` and the other commands never load the OTel bridge."""
 
 from __future__ import annotations
 
@@ -9,13 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from ..errors import RolloutFileError
-from ..format.files import atomic_write
-from ..format.loader import load, read_rollout_bytes
-from ..otel.exporter import export_runs
-from ..otel.importer import import_otel as import_trace
-from ..safety.receipt import make_receipt, write_receipt
-from ..safety.redact import RedactionMode, Redactor
 from ..safety.sanitize import sanitize
 
 __all__ = ["add_export_parser", "add_import_parser", "export_otel", "import_otel"]
@@ -70,6 +64,11 @@ def add_export_parser(commands: Any) -> None:
 
 def import_otel(args: argparse.Namespace, out: TextIO) -> int:
     """Import one trace; print what was written, the other traces and the warnings."""
+    from ..format.loader import read_rollout_bytes
+    from ..otel.importer import import_otel as import_trace
+    from ..safety.receipt import make_receipt, write_receipt
+    from ..safety.redact import RedactionMode, Redactor
+
     target = Path(args.out)
     target.parent.mkdir(parents=True, exist_ok=True)
     redactor = Redactor(RedactionMode.REDACTED)
@@ -96,6 +95,11 @@ def import_otel(args: argparse.Namespace, out: TextIO) -> int:
 
 def export_otel(args: argparse.Namespace, out: TextIO) -> int:
     """Export the rollouts, one trace each."""
+    from ..errors import RolloutFileError
+    from ..format.files import atomic_write
+    from ..format.loader import load
+    from ..otel.exporter import export_runs
+
     runs = [load(path).events for path in args.rollouts]
     data = export_runs(runs)
     target = Path(args.out)

@@ -180,9 +180,15 @@ def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any
             return kept, lambda data: (data[only],)
         return kept, operator.itemgetter(*kept) if kept else lambda data: ()
 
+    # Whether ignore paths apply to each type met (asked once a type, not once an event).
+    with_paths: dict[str, bool] = {}
+
     def identity(event: Event) -> tuple[Any, ...]:
-        data = event.data
-        if paths_for is not None and paths_for(event.type):
+        _seq, _ts, etype, data, step, _line = event
+        stripped_type = with_paths.get(etype)
+        if stripped_type is None:
+            stripped_type = with_paths[etype] = paths_for is not None and bool(paths_for(etype))
+        if stripped_type:
             stripped = _compared_data(event, options)
             kept: Any = tuple(stripped)
             values = tuple(stripped.values())
@@ -194,7 +200,7 @@ def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any
             kept, read = found
             values = read(data)
         try:
-            return kept, dumps((event.step, event.type, values), option=_FAST_OPTION), values
+            return kept, dumps((step, etype, values), option=_FAST_OPTION), values
         except TypeError:
             return kept, None, object()  # equal to nothing: decided by the canonical keys
 
@@ -280,7 +286,15 @@ def _step_status(ra: _Run, ia: range | None, rb: _Run, ib: range | None, agreed:
 def _canonicalize_unencodable(run: _Run, agreed: int) -> None:
     """Canonicalize the events from ``agreed`` on whose fast identity failed, so that one
     that cannot be canonicalized raises."""
-    for offset, (_, fast, _) in enumerate(map(run.identity, run.sources[agreed:])):
+    rest = run.sources[agreed:]
+    try:
+        # An identity encodes part of its event (step, type, some of the data's values): when
+        # all of them encode whole, with the same options, no identity can have failed.
+        orjson.dumps([(e.step, e.type, e.data) for e in rest], option=_FAST_OPTION)
+        return
+    except TypeError:
+        pass
+    for offset, (_, fast, _) in enumerate(map(run.identity, rest)):
         if fast is None:
             run.exact(agreed + offset)
 

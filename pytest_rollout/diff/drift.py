@@ -9,9 +9,12 @@ with its likely causes, each drawn only from evidence in the two runs.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
+
+import orjson
 
 from ..format.events import (
     LLM_TURN_COMPLETED,
@@ -28,7 +31,14 @@ from .compare import Comparison, StepStatus, compare
 from .divergence import Divergence, classify
 from .score import RunSummary, Score, score, summarize
 
-__all__ = ["DriftReport", "ToolCallDrift", "Verdict", "drift_report", "likely_causes"]
+__all__ = [
+    "DriftReport",
+    "ToolCallDrift",
+    "Verdict",
+    "drift_report",
+    "likely_causes",
+    "model_family",
+]
 
 OutcomeDiff = Literal["identical", "regressed", "improved", "changed"]
 
@@ -168,12 +178,28 @@ def drift_report(
     )
 
 
-def _calls_by_step(events: Sequence[Event]) -> dict[int, list[Event]]:
-    calls: dict[int, list[Event]] = {}
-    for event in events:
-        if event.type == TOOL_CALL_STARTED:
-            calls.setdefault(event.step, []).append(event)
+def _calls_by_step(events: Sequence[Event]) -> dict[int, list[dict[str, Any]]]:
+    """The data of each ``tool.call.started``, by step, in order."""
+    calls: dict[int, list[dict[str, Any]]] = {}
+    for event in [e for e in events if e.type == TOOL_CALL_STARTED]:
+        found = calls.get(event.step)
+        if found is None:
+            calls[event.step] = [event.data]
+        else:
+            found.append(event.data)
     return calls
+
+
+def _same_call(x: Mapping[str, Any], y: Mapping[str, Any]) -> bool:
+    """Same name, and arguments with the same canonical bytes. Equal plain orjson bytes
+    (same keys in the same order, same values and kinds) imply equal canonical bytes, and
+    cost less: the canonical form is only made when they differ."""
+    if x.get("name") != y.get("name"):
+        return False
+    left, right = x.get("arguments"), y.get("arguments")
+    return orjson.dumps(left) == orjson.dumps(right) or canonical_bytes(left) == canonical_bytes(
+        right
+    )
 
 
 def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCallDrift]:
@@ -183,14 +209,10 @@ def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCal
         left = calls_a.get(step, [])
         right = calls_b.get(step, [])
         for position in range(max(len(left), len(right))):
-            x = left[position].data if position < len(left) else None
-            y = right[position].data if position < len(right) else None
-            if x is not None and y is not None:
-                same_name = x.get("name") == y.get("name")
-                if same_name and canonical_bytes(x.get("arguments")) == canonical_bytes(
-                    y.get("arguments")
-                ):
-                    continue
+            x = left[position] if position < len(left) else None
+            y = right[position] if position < len(right) else None
+            if x is not None and y is not None and (x is y or _same_call(x, y)):
+                continue
             yield ToolCallDrift(
                 step=step,
                 position=position + 1,
@@ -228,18 +250,56 @@ def _first(events: Sequence[Event], event_type: str) -> Event | None:
     return next((e for e in events if e.type == event_type), None)
 
 
-def _models(events: Sequence[Event], upto: int) -> list[str]:
-    found: list[str] = []
+#: What follows a model family's name in a dated or aliased model name: a date
+#: (``-2024-07-18``, ``-20241022``, ``@20241022``, OpenAI's older ``-0613``) or ``-latest``.
+_MODEL_SUFFIX: Final = re.compile(
+    r"(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])|latest))+$"
+)
+
+
+def model_family(name: str) -> str:
+    """The model family a model name stands for: the name without its date or ``latest``
+    (``gpt-4o-mini-2024-07-18`` and ``gpt-4o-mini`` are both ``gpt-4o-mini``)."""
+    return _MODEL_SUFFIX.sub("", name) or name
+
+
+def _models(events: Sequence[Event], upto: int) -> tuple[list[str], list[str]]:
+    """The models the run asked for (its ``run.started`` model, then each request's
+    ``params.model``) and the versions that answered, up to step ``upto``, each once."""
+    asked: list[str] = []
+    answered: list[str] = []
     started = _first(events, RUN_STARTED)
     if started is not None and isinstance(started.data.get("model"), str):
-        found.append(started.data["model"])
+        asked.append(started.data["model"])
     for event in events:
         if event.step > upto:
             break
-        version = event.data.get("model_version") if event.type == LLM_TURN_COMPLETED else None
-        if isinstance(version, str) and version not in found:
-            found.append(version)
-    return found
+        kind = event.type
+        if kind == LLM_TURN_COMPLETED:
+            name, found = event.data.get("model_version"), answered
+        elif kind == LLM_TURN_STARTED:
+            params = event.data.get("params")
+            name, found = params.get("model") if isinstance(params, Mapping) else None, asked
+        else:
+            continue
+        if isinstance(name, str) and name not in found:
+            found.append(name)
+    return asked, answered
+
+
+def _model_change(a: Sequence[Event], b: Sequence[Event], step: int) -> str | None:
+    """The cause line for a change of model: only when the model the runs asked for is of
+    another family (a dated version of the same model, as services answer, is no change).
+    When neither run names the model it asked for, the versions that answered stand in."""
+    asked_a, answered_a = _models(a, step)
+    asked_b, answered_b = _models(b, step)
+    if not asked_a and not asked_b:
+        asked_a, asked_b = answered_a, answered_b
+    if not asked_a or not asked_b:
+        return None
+    if [*map(model_family, asked_a)] == [*map(model_family, asked_b)]:
+        return None
+    return f"the model changed: {', '.join(asked_a)} in a, {', '.join(asked_b)} in b"
 
 
 def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
@@ -291,9 +351,9 @@ def _results_before(events: Sequence[Event], step: int) -> list[Event]:
 def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str]:
     """What the two runs show as likely causes of a divergence at ``step``."""
     causes: list[str] = []
-    models_a, models_b = _models(a, step), _models(b, step)
-    if models_a and models_b and models_a != models_b:
-        causes.append(f"the model changed: {', '.join(models_a)} in a, {', '.join(models_b)} in b")
+    model = _model_change(a, b, step)
+    if model is not None:
+        causes.append(model)
     names_a, schemas_a = _tool_schemas(a)
     names_b, schemas_b = _tool_schemas(b)
     if names_a is not None and names_b is not None and names_a != names_b:

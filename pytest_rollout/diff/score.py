@@ -46,6 +46,16 @@ def _number(value: Any) -> float | None:
     return None
 
 
+_EXACT: Final = 2**53
+
+
+def _tokens(value: Any) -> int:
+    """A token count as :func:`summarize` adds it up (anything but a number counts 0)."""
+    if type(value) is int and -_EXACT <= value <= _EXACT:  # exact as a float: no round trip
+        return value
+    return int(_number(value) or 0)
+
+
 def _cost(events: Sequence[Event]) -> float | None:
     """Cumulative cost: the last ``usage.delta``, else the run's totals, else its turns."""
     for event in reversed(events):
@@ -85,16 +95,15 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
     extra = frozenset(error_types)
     errors_of = ERROR_FAMILIES | extra if extra else ERROR_FAMILIES
     counted = _COUNTED | extra if extra else _COUNTED
-    for event in events:
+    # Most events count for nothing: they are left out by one set lookup each.
+    for event in [e for e in events if e.type in counted]:
         kind = event.type
-        if kind not in counted:  # most events: one set lookup instead of five comparisons
-            continue
         if kind == LLM_TURN_COMPLETED:
             turns += 1
             usage = event.data.get("usage")
-            if isinstance(usage, dict):
-                input_tokens += int(_number(usage.get("input_tokens")) or 0)
-                output_tokens += int(_number(usage.get("output_tokens")) or 0)
+            if type(usage) is dict or isinstance(usage, dict):
+                input_tokens += _tokens(usage.get("input_tokens"))
+                output_tokens += _tokens(usage.get("output_tokens"))
         elif kind == TOOL_CALL_STARTED:
             tools[str(event.data.get("name", "?"))] += 1
         elif kind == RUN_COMPLETED:

@@ -25,7 +25,9 @@ def announced_ids(events: Sequence[Event]) -> list[str]:
         calls = data.get("tool_calls")
         if calls and isinstance(calls, list):
             found.extend(
-                c["id"] for c in calls if isinstance(c, Mapping) and isinstance(c.get("id"), str)
+                c["id"]
+                for c in calls
+                if (type(c) is dict or isinstance(c, Mapping)) and isinstance(c.get("id"), str)
             )
     return found
 

@@ -10,7 +10,9 @@ a long line is parsed, so hostile input cannot make the parser build a huge obje
 depth limit is checked on the line's brackets after it parsed: both with a handful of C calls
 on bytes, never by walking the parsed values, so a file within the limits costs about what
 parsing it costs. Each core event's data is then checked against the typed schema of
-:mod:`.schema`, so code reading a loaded rollout can trust the types of its fields.
+:mod:`.schema`, so code reading a loaded rollout can trust the types of its fields. A file as
+the recorder writes it is checked in bulk first (:mod:`.bulk`); any other file, and every
+refusal, goes line by line.
 
 A *tolerant* load (``tolerant=True``) reads a file that was cut short, as a crash leaves it:
 an unparseable last line without its newline is left out, and a missing terminal event is
@@ -29,6 +31,7 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from ..errors import RolloutFormatError
+from .bulk import Bounds, bulk_events
 from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
 from .files import Unreadable, read_regular
 from .gcpause import collector_paused
@@ -123,10 +126,18 @@ def loads(
     if tolerant:
         data, cut = _without_cut_line(data, limits)
     with collector_paused():
-        events = _parse_events(data, path, limits, tolerant)
+        events = bulk_events(data, _bounds(limits), tolerant)
+        if events is None:
+            events = _parse_events(data, path, limits, tolerant)
     ended = bool(events) and events[-1].type in TERMINAL_TYPES
     cut_short = len(events) if cut or not ended else None
     return Rollout(path, events, cut_short)
+
+
+def _bounds(limits: Limits) -> Bounds:
+    # A line can only hold more elements than the limit if it is longer than the limit.
+    line_bytes = min(limits.elements, limits.line_bytes)
+    return Bounds(line_bytes, limits.depth, limits.events, limits.max_step)
 
 
 def _without_cut_line(data: bytes, limits: Limits) -> tuple[bytes, bool]:

@@ -1,0 +1,408 @@
+"""Every performance target of pytest-rollout, with its floor measured in the same run.
+
+    python benchmarks/run.py              # every row: a few minutes
+    python benchmarks/run.py --quick      # smoke run of every row: well under a minute, no verdict
+    python benchmarks/run.py --repeat 7   # steadier medians on a busy machine
+    python benchmarks/run.py --only diff,startup
+
+Each row compares what a user runs with its floor (the least the same work can cost) or with
+what they would run instead, both measured here, alternately, as the median of ``--repeat``
+runs; the summary says which targets are met, and the exit status is 1 when one is missed.
+What each row measures: benchmarks/README.md. The rows:
+
+* ``turns``: a recorded provider turn late in a 60-turn run (``bench_turns.py``);
+* ``tools``: a tool call recorded through ``rollout.tools(...)``, per event;
+* ``diff``: ``rollout diff`` of two 100k-event rollouts, whole process;
+* ``deepdiff``: the same work at 10k events against a whole-list ``DeepDiff``;
+* ``startup``: pytest's start-up with the plugin;
+* ``memory``: resident memory gained per replayed test;
+* ``recording``: ``Recorder.emit`` per event (a figure, no target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import bench_core
+import bench_process
+import bench_turns
+import orjson
+
+import pytest_rollout
+from pytest_rollout import Recorder, ToolCall, Turn
+from pytest_rollout.cli import main as rollout_main
+from pytest_rollout.safety.redact import Redactor
+from pytest_rollout.session import Mode, RolloutSession
+
+ROWS = ("turns", "tools", "diff", "deepdiff", "startup", "memory", "recording")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the summary: a ratio (or figure), what it was measured against, its target."""
+
+    name: str
+    value: float
+    shown: str  # the measured times, e.g. "1085 us against 172 us"
+    target: float | None  # None: a figure without a target
+    higher_is_better: bool = False
+
+    @property
+    def met(self) -> bool:
+        if self.target is None:
+            return True
+        return self.value >= self.target if self.higher_is_better else self.value <= self.target
+
+    unit: str = "x"
+
+    def line(self, verdicts: bool) -> str:
+        if self.target is None:
+            goal, verdict = "(figure)", ""
+        else:
+            goal = f"{'>=' if self.higher_is_better else '<='} {self.target:g}{self.unit}"
+            verdict = ("PASS" if self.met else "FAIL") if verdicts else "(quick)"
+        value = f"{self.value:.2f}{self.unit}"
+        return f"{verdict:>7}  {self.name:<58} {value:>9}  {goal:<10} {self.shown}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f} ms"
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us"
+
+
+# -- turns ------------------------------------------------------------------------------------
+
+
+def turn_rows(repeat: int) -> list[Row]:
+    """The per-turn rows of ``bench_turns.py``: the late turns against the first ones, and
+    against hashing the whole request once, for ``rollout.provider`` and for an SDK client."""
+    conv = bench_turns.conversation(bench_turns.TURNS)
+    goldens = bench_turns.record_provider(conv), bench_turns.record_sdk(conv)
+    provider, sdk = bench_turns.Timings(), bench_turns.Timings()
+    bench_turns.replay_provider(conv, goldens[0], bench_turns.Timings())  # warm-up
+    bench_turns.replay_sdk(conv, goldens[1], bench_turns.Timings())
+    for _ in range(repeat):
+        bench_turns.replay_provider(conv, goldens[0], provider)
+        bench_turns.replay_sdk(conv, goldens[1], sdk)
+    rows = []
+    window, turns = bench_turns.WINDOW, bench_turns.TURNS
+    late = turns - window + 1
+    for label, timings in (("provider", provider), ("sdk", sdk)):
+        first = timings.median(timings.turns, 1, window)
+        last = timings.median(timings.turns, late, turns)
+        floor = timings.median(timings.floors, late, turns)
+        rows.append(
+            Row(
+                f"{label} turn {late}-{turns} / turn 1-{window}",
+                last / first,
+                f"{_us(last)} against {_us(first)}",
+                bench_turns.TARGET_GROWTH,
+            )
+        )
+        rows.append(
+            Row(
+                f"{label} turn {late}-{turns} / hashing the whole request",
+                last / floor,
+                f"{_us(last)} against {_us(floor)}",
+                bench_turns.TARGET_FLOOR,
+            )
+        )
+    return rows
+
+
+# -- a tool call, recorded --------------------------------------------------------------------
+
+
+def _tool_calls(count: int) -> list[tuple[str, dict[str, Any], Any]]:
+    """Realistic (name, arguments, output) triples, from the core benchmark's generator."""
+    import random
+
+    rng = random.Random(bench_core.SEED)
+    calls = []
+    for _ in range(count):
+        name = rng.choice(bench_core._TOOL_NAMES)
+        arguments = bench_core._arguments(rng, name)
+        calls.append((name, arguments, bench_core._output(rng, name, arguments)))
+    return calls
+
+
+class _Announcer:
+    """A provider whose every turn asks for the next tool call of the script (a tool call is
+    recorded inside a turn, as in a real run)."""
+
+    model = "gpt-4o-mini"
+
+    def __init__(self, calls: list[tuple[str, dict[str, Any], Any]]) -> None:
+        self._turns = iter(
+            [
+                Turn(None, [ToolCall(f"call_{i}", name, args)])
+                for i, (name, args, _) in enumerate(calls)
+            ]
+        )
+
+    def complete(self, messages: Any, tools: Any = None, **params: Any) -> Turn:
+        return next(self._turns)
+
+
+def _recorded_calls(
+    calls: list[tuple[str, dict[str, Any], Any]], path: Path
+) -> tuple[float, list[Any]]:
+    """Seconds spent in ``rollout.tools`` wrappers making ``calls``, one a turn (the tools
+    return a prepared value; the turns are not timed), and the data of the tool events."""
+    session = RolloutSession(
+        test_id="run.py::test_tools",
+        mode=Mode.RECORD,
+        recorder=Recorder(path, redactor=Redactor(environ={})),  # the plugin records redacted
+        golden_path=str(path.with_suffix(".golden.jsonl")),
+    )
+    outputs = iter([output for _, _, output in calls])
+
+    def tool(**arguments: Any) -> Any:
+        return next(outputs)
+
+    provider = session.provider(_Announcer(calls))
+    tools = session.tools(dict.fromkeys(bench_core._TOOL_NAMES, tool))
+    spent = 0.0
+    clock = time.perf_counter
+    with session.run(prompt="benchmark"):
+        for _ in calls:
+            (call,) = provider.complete([{"role": "user", "content": "next"}]).tool_calls
+            start = clock()
+            tools[call.name](**call.arguments)
+            spent += clock() - start
+    session.close()
+    kinds = ("tool.call.started", "tool.call.completed")
+    datas = [e.data for e in session.recorder.rollout().events if e.type in kinds]
+    return spent, datas
+
+
+def tool_rows(repeat: int, count: int, directory: Path) -> list[Row]:
+    """A tool call recorded through ``rollout.tools(...)`` (record mode, writing a file, the
+    default redaction), per event, against a bare ``orjson.dumps`` of each event's data."""
+    calls = _tool_calls(count)
+    recorded: list[float] = []
+    bare: list[float] = []
+    for index in range(repeat + 1):
+        spent, datas = _recorded_calls(calls, directory / f"tools-{index}.jsonl")
+        start = time.perf_counter()
+        for data in datas:
+            orjson.dumps(data)
+        if index:  # the first round warms up
+            recorded.append(spent / len(datas))
+            bare.append((time.perf_counter() - start) / len(datas))
+    per_event, floor = statistics.median(recorded), statistics.median(bare)
+    return [
+        Row(
+            "tool call recorded, per event / orjson.dumps of its data",
+            per_event / floor,
+            f"{_us(per_event)} against {_us(floor)}",
+            5.0,
+        )
+    ]
+
+
+# -- rollout diff -----------------------------------------------------------------------------
+
+
+def diff_rows(pair: bench_core._Pair, repeat: int) -> list[Row]:
+    figures = bench_process.diff_process(pair.a, pair.b, pair.events_a, repeat)
+    size = f"{figures.events:,}"
+    return [
+        Row(
+            f"rollout diff, {size} events, whole process / floor, GC on",
+            figures.diff / figures.floor_on,
+            f"{_ms(figures.diff)} against {_ms(figures.floor_on)}",
+            1.5,
+        ),
+        Row(
+            f"rollout diff, {size} events, whole process / floor, GC off",
+            figures.diff / figures.floor_off,
+            f"{_ms(figures.diff)} against {_ms(figures.floor_off)}",
+            2.5,
+        ),
+    ]
+
+
+def deepdiff_rows(pair: bench_core._Pair, repeat: int, deep_repeat: int) -> list[Row]:
+    """``rollout diff``'s work in this process (load both, the drift report, its text) at
+    10k events, against a plain ``DeepDiff`` of the two lists of parsed events."""
+    from deepdiff import DeepDiff
+
+    list_a, list_b = bench_core.floor(pair.a, pair.b)
+    args = ["diff", str(pair.a), str(pair.b)]
+    ours: list[float] = []
+    theirs: list[float] = []
+    rollout_main(args, out=io.StringIO())  # warm-up (DeepDiff's runs are long enough)
+    for index in range(max(repeat, deep_repeat)):
+        start = time.perf_counter()
+        rollout_main(args, out=io.StringIO())
+        ours.append(time.perf_counter() - start)
+        if index < deep_repeat:
+            start = time.perf_counter()
+            DeepDiff(list_a, list_b)
+            theirs.append(time.perf_counter() - start)
+    t_ours, t_deep = statistics.median(ours), statistics.median(theirs)
+    return [
+        Row(
+            f"speed-up over whole-list DeepDiff, {pair.events_a:,} events",
+            t_deep / t_ours,
+            f"{_ms(t_ours)} against {_ms(t_deep)}",
+            50.0,
+            higher_is_better=True,
+        )
+    ]
+
+
+# -- start-up and memory ----------------------------------------------------------------------
+
+
+def startup_rows(repeat: int) -> list[Row]:
+    figures = bench_process.startup(repeat)
+    return [
+        Row(
+            "pytest start-up, 1 trivial test, with the plugin / without",
+            figures.plugin / figures.bare,
+            f"{_ms(figures.plugin)} against {_ms(figures.bare)}",
+            1.25,
+        )
+    ]
+
+
+def memory_rows(tests: int, warm_up: int) -> list[Row]:
+    figures = bench_process.replay_memory(tests, warm_up)
+    return [
+        Row(
+            f"replay memory growth per test ({tests} SDK tests, one process)",
+            figures.slope_mib,
+            f"{figures.total_mib:+.1f} MiB over tests {warm_up + 1}-{tests}",
+            0.05,
+            unit=" MiB",
+        )
+    ]
+
+
+def recording_rows(steps: list[bench_core.Step], directory: Path, repeat: int) -> list[Row]:
+    figures = bench_core.bench_record(steps, directory, repeat)
+    return [
+        Row(
+            "Recorder.emit per event, writing a file / orjson.dumps",
+            figures["file"] / figures["dumps"],
+            f"{figures['file']:.2f} us against {figures['dumps']:.2f} us",
+            None,
+        )
+    ]
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    rows: tuple[str, ...]
+    repeat: int
+    diff_size: int
+    deep_size: int
+    deep_repeat: int
+    tool_calls: int
+    memory_tests: int
+    memory_warm_up: int
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    rows = tuple(r.strip() for r in args.only.split(",")) if args.only else ROWS
+    unknown = set(rows) - set(ROWS)
+    if unknown:
+        raise SystemExit(f"unknown rows: {', '.join(sorted(unknown))} (rows: {', '.join(ROWS)})")
+    if args.quick:
+        return Plan(rows, 1, 10_000, 1_000, 1, 500, 40, 10)
+    return Plan(
+        rows, max(1, args.repeat), 100_000, 10_000, max(1, args.deepdiff_repeat), 5_000, 200, 50
+    )
+
+
+def _measure(plan: Plan, directory: Path) -> list[Row]:
+    steps: dict[int, list[bench_core.Step]] = {}
+    pairs: dict[int, bench_core._Pair] = {}
+
+    def pair(size: int) -> bench_core._Pair:
+        if size not in pairs:
+            pairs[size], steps[size] = bench_core._generate(size, directory)
+        return pairs[size]
+
+    sections: dict[str, Callable[[], list[Row]]] = {
+        "turns": lambda: turn_rows(plan.repeat),
+        "tools": lambda: tool_rows(plan.repeat, plan.tool_calls, directory),
+        "diff": lambda: diff_rows(pair(plan.diff_size), plan.repeat),
+        "deepdiff": lambda: deepdiff_rows(pair(plan.deep_size), plan.repeat, plan.deep_repeat),
+        "startup": lambda: startup_rows(max(plan.repeat, 3)),
+        "memory": lambda: memory_rows(plan.memory_tests, plan.memory_warm_up),
+        "recording": lambda: recording_rows(
+            steps[plan.deep_size] if pair(plan.deep_size) else [], directory, max(plan.repeat, 3)
+        ),
+    }
+    rows: list[Row] = []
+    for name in plan.rows:
+        start = time.perf_counter()
+        found = sections[name]()
+        print(f"  {name}: {time.perf_counter() - start:.0f} s", flush=True)
+        rows.extend(found)
+    return rows
+
+
+def _load() -> str:
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return "load average unknown"
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run of every row, no verdict")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each measurement (median)")
+    parser.add_argument(
+        "--deepdiff-repeat", type=int, default=3, help="runs of the whole-list DeepDiff"
+    )
+    parser.add_argument("--only", default="", help=f"comma-separated rows among: {', '.join(ROWS)}")
+    args = parser.parse_args(argv)
+    plan = _plan(args)
+    print(
+        f"pytest-rollout {pytest_rollout.__version__}, Python {sys.version.split()[0]}, "
+        f"orjson {orjson.__version__}, {os.cpu_count()} CPUs; medians of {plan.repeat}, "
+        f"alternating; {_load()}",
+        flush=True,
+    )
+    directory = Path(tempfile.mkdtemp(prefix="bench-run-"))
+    try:
+        rows = _measure(plan, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    print(f"\n{'':>7}  {'figure':<58} {'ratio':>9}  {'target':<10} measured")
+    for row in rows:
+        print(row.line(verdicts=not args.quick))
+    print(f"\nat the end: {_load()}")
+    missed = [row.name for row in rows if not row.met]
+    if args.quick:
+        print("quick run: sizes and repeats too small for a verdict")
+        return 0
+    print("all targets met" if not missed else f"missed: {'; '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
