@@ -66,7 +66,7 @@ def test_exact_bytes_of_a_small_run() -> None:
     rec.emit("run.completed", {"outcome": "completed"})
     assert rec.getvalue() == (
         b'{"ts":"2026-06-28T12:34:56.123456Z","seq":0,"type":"run.started",'
-        b'"data":{"run_id":"r1","prompt":"<b>Rome & Paris</b> \xc3\xa9 \xe4\xb8\xad"}}\n'
+        b'"data":{"run_id":"r1","prompt":"<b>Rome & Paris</b> \xc3\xa9 \xe4\xb8\xad","step":0}}\n'
         b'{"ts":"2026-06-28T12:34:56.123706Z","seq":1,"type":"llm.turn.started",'
         b'"data":{"messages":[],"step":1}}\n'
         b'{"ts":"2026-06-28T12:34:56.123956Z","seq":2,"type":"run.completed",'
@@ -122,7 +122,7 @@ def test_emit_without_data_records_an_empty_payload() -> None:
     rec = Recorder(clock=ticking())
     rec.emit("run.started")
     rec.emit("run.completed")
-    assert [line["data"] for line in lines_of(rec)] == [{}, {"step": 0}]
+    assert [line["data"] for line in lines_of(rec)] == [{"step": 0}, {"step": 0}]
     assert rec.stats == RecorderStats(recorded=2, dropped=0, encode_errors=0, write_errors=0)
 
 
@@ -231,7 +231,7 @@ def test_step_that_is_not_an_int_is_replaced() -> None:
     rec.emit("llm.turn.started", {"step": True})
     rec.emit("llm.turn.completed", {"step": "2"})
     rec.emit("run.completed", {})
-    assert [line["data"].get("step") for line in lines_of(rec)] == [None, 1, 1, 1]
+    assert [line["data"].get("step") for line in lines_of(rec)] == [0, 1, 1, 1]
 
 
 # -- never raising: encoding --------------------------------------------------------------
@@ -269,7 +269,7 @@ def test_largest_64_bit_integers_are_recorded() -> None:
     rec = Recorder(clock=ticking())
     rec.emit("run.started", {"big": 2**64 - 1, "small": -(2**63)})
     rec.emit("run.completed", {})
-    assert rec.rollout().events[0].data == {"big": 2**64 - 1, "small": -(2**63)}
+    assert rec.rollout().events[0].data == {"big": 2**64 - 1, "small": -(2**63), "step": 0}
     assert rec.stats.encode_errors == 0
 
 
@@ -615,7 +615,7 @@ def test_emit_records_common_python_types() -> None:
     rec.emit("run.started", {"tools": {"search"}, "path": Path("a/b"), "ids": {1: "x"}})
     rec.emit("run.completed", {"output": ModelLike(answer=42)})
     events = rec.rollout().events
-    assert events[0].data == {"tools": ["search"], "path": "a/b", "ids": {"1": "x"}}
+    assert events[0].data == {"tools": ["search"], "path": "a/b", "ids": {"1": "x"}, "step": 0}
     assert events[1].data == {"output": {"answer": 42}, "step": 0}
     assert rec.stats.encode_errors == 0
 

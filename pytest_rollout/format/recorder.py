@@ -167,7 +167,7 @@ class Recorder:
                 step: int = (
                     self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
                 )
-                implied = event_type != RUN_STARTED
+                implied = True
             elif type(given) is int:
                 step = given
                 implied = False
@@ -177,7 +177,7 @@ class Recorder:
                 self._step = step
             else:
                 step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
-                implied = event_type != RUN_STARTED
+                implied = True
                 data = {k: v for k, v in data.items() if k != "step"}  # a non-integer step
             terminal = event_type in TERMINAL_TYPES
             # A turn boundary writes the lines out: a crash then loses no finished turn.
@@ -218,7 +218,7 @@ class Recorder:
             boundary = event_type in _TURN_TYPES and self._file is not None
             checked = payload if type(payload) is bytes else self._not_bytes(terminal)
             pending = self._pending
-            pending.append((self._clock(), event_type, checked, step, event_type != RUN_STARTED))
+            pending.append((self._clock(), event_type, checked, step, True))
             if terminal:
                 self._closed = True
             due = terminal or boundary or len(pending) >= self._batch
