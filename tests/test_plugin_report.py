@@ -272,3 +272,40 @@ def test_prompt_mismatch_detail_is_cut_once(
     # An excerpt of a value inside an excerpt of the detail once read "Be bri… (+4… (+7 chars)".
     for line in result.outlines:
         assert re.search(r"\(\+\d*…", line) is None, line
+
+
+def test_a_long_golden_path_is_never_cut(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    golden_dir = "a_folder_with_a_rather_long_name_for_its_goldens/" * 3 + "golden"
+    write_project(pytester, test_weather=WEATHER_TEST)
+    pytester.makeini(f"[pytest]\nrollout_golden_dir = {golden_dir}\n")
+    record(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("AGENT_CHANGE", "argument")
+
+    result = run(pytester, ())
+
+    result.assert_outcomes(failed=1)
+    golden = f"{golden_dir}/test_weather/test_weather.jsonl"
+    assert len("Golden: " + golden) > WIDTH
+    result.stdout.fnmatch_lines([f"Golden: {golden}"])
+
+
+def test_no_compared_line_when_no_golden_was_compared(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_live="""
+import pytest
+
+
+@pytest.mark.rollout(replay=False)
+def test_live(rollout):
+    with rollout.run(prompt="hi") as run:
+        run.output = "done"
+"""
+    )
+
+    result = run(pytester, (), "--rollout-report=report.html")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= rollout =*", "rollout report: report.html"])
+    assert not any("golden(s) compared" in line for line in result.outlines)

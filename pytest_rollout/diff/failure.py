@@ -79,7 +79,8 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
         sign = "+" if delta >= 0 else "-"
         cost += f" ({sign}{format_cost(abs(delta))})"
     lines.append(cost)
-    lines = [wrapped for line in lines for wrapped in _fit(line)]
+    golden_line = lines[1]  # a path to copy: never cut, whatever its length
+    lines = [w for line in lines for w in ([line] if line is golden_line else _fit(line))]
     # Commands stay whole on lines of their own, so they can be copied and pasted.
     good = comparison.last_identical_step
     if good is not None:

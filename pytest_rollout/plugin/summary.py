@@ -32,7 +32,9 @@ def write_summary(
     tr.section("rollout")
     if page is not None:
         tr.write_line(f"rollout report: {show(page)}")
-    tr.write_line(_record_line(tally) if record else _compare_line(tally))
+    headline = _record_line(tally) if record else _compare_line(tally)
+    if headline is not None:
+        tr.write_line(headline)
     for problem in problems[:SHOWN]:
         tr.write_line(problem)
     for path in pruned:
@@ -61,8 +63,11 @@ def _record_line(tally: Tally) -> str:
     return line
 
 
-def _compare_line(tally: Tally) -> str:
+def _compare_line(tally: Tally) -> str | None:
+    """What compare mode did (``None`` when it compared and resealed nothing)."""
     counts = tally.counts
+    if not counts["compared"] and not counts["resealed"]:
+        return None
     line = f"{counts['compared']} golden(s) compared"
     if counts["resealed"]:
         line += f", {counts['resealed']} edited golden(s) accepted and sealed anew"
