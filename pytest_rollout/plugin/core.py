@@ -86,7 +86,7 @@ class RolloutPlugin:
         if s.report_path is not None:
             self.html_report = features.HtmlReportPlugin(config, s.report_path, self.tally)
             manager.register(self.html_report, features.HtmlReportPlugin.name)
-        if s.mode is Mode.RECORD:
+        if s.mode is Mode.RECORD and not s.record_new:  # a partial record removes nothing
             self.prune = features.PrunePlugin(config, s.golden_dir, self.unused)
             manager.register(self.prune, features.PrunePlugin.name)
 
@@ -104,6 +104,11 @@ class RolloutPlugin:
     def pytest_report_header(self, config: pytest.Config) -> str:
         s = self.settings
         where = display(config, s.golden_dir) + os.sep
+        if s.mode is Mode.RECORD and s.record_new:
+            return (
+                f"rollout: record new goldens to {where}, "
+                f"replay the others ({s.replay_mode.value} replay)"
+            )
         if s.mode is Mode.RECORD:
             return f"rollout: record goldens to {where}"
         return f"rollout: compare against {where} ({s.mode.value} replay)"

@@ -25,6 +25,14 @@ FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
         },
     ),
     (
+        "--rollout-record-new",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "record only the tests that have no golden yet; replay the others",
+        },
+    ),
+    (
         "--rollout-compare",
         {
             "nargs": "?",

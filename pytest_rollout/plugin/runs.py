@@ -138,13 +138,14 @@ class TestRuns:
         """Whether ``path`` is a golden named by path, outside the golden folder."""
         return not path.is_relative_to(self.settings.golden_dir)
 
-    def _mode_for(self, marker: MarkerOptions) -> Mode:
+    def _mode_for(self, marker: MarkerOptions, path: Path) -> Mode:
+        s = self.settings
         if not marker.replay:
             # Deterministic fakes: run live in every mode, and never read or write a golden.
             return Mode.LIVE
-        if self.settings.mode is not Mode.RECORD and marker.mode is not None:
-            return marker.mode
-        return self.settings.mode
+        if s.mode is Mode.RECORD and not (s.record_new and path.exists()):
+            return Mode.RECORD
+        return marker.mode or (s.replay_mode if s.mode is Mode.RECORD else s.mode)
 
     def _options_for(self, marker: MarkerOptions, hooks: HookSettings) -> CanonicalOptions:
         extra = [*self.settings.ignore, *marker.ignore, *hooks.ignore]
@@ -168,8 +169,8 @@ class TestRuns:
         s = self.settings
         marker = self.marker_for(item)
         hooks = HookSettings.from_item(item)
-        mode = self._mode_for(marker)
         path = self.golden_for(item)
+        mode = self._mode_for(marker, path)
         redactor = self.redactor_for(marker.redact or s.redaction, hooks)
         analyzers = s.analyzers
         if marker.analyzers:

@@ -58,6 +58,9 @@ class Settings:
     run_dir: Path | None
     ignore: tuple[str, ...]
     allow_unconsumed: bool
+    #: ``--rollout-record-new``: a test that has a golden is replayed, in ``replay_mode``.
+    record_new: bool = False
+    replay_mode: Mode = Mode.DRY
     capture_root: Path | None = None
     capture_limits: CaptureLimits = field(default_factory=CaptureLimits)
     redaction: RedactionMode = RedactionMode.REDACTED
@@ -76,6 +79,7 @@ class Settings:
     def from_config(cls, config: pytest.Config) -> Settings:
         invocation = config.invocation_params.dir
         mode = _mode(config)
+        replay_mode = _replay_mode(config)
         capture_root, capture_limits = _capture(config)
         run_dir: Path | None = None
         if capture_root is None and (cache := getattr(config, "cache", None)) is not None:
@@ -91,6 +95,8 @@ class Settings:
         otel = config.getoption("rollout_otel")
         return cls(
             mode=mode,
+            record_new=bool(config.getoption("rollout_record_new")),
+            replay_mode=replay_mode,
             golden_dir=_golden_dir(config),
             run_dir=run_dir,
             ignore=_ignore(config),
@@ -114,13 +120,21 @@ class Settings:
 
 
 def _mode(config: pytest.Config) -> Mode:
-    record = bool(config.getoption("rollout_record"))
-    if record and config.getoption("rollout_compare") is not None:
-        raise pytest.UsageError("--rollout-record and --rollout-compare cannot be combined")
+    everything = bool(config.getoption("rollout_record"))
+    new = bool(config.getoption("rollout_record_new"))
+    if everything and new:
+        raise pytest.UsageError("--rollout-record and --rollout-record-new cannot be combined")
+    flag = "--rollout-record" if everything else "--rollout-record-new"
+    if (everything or new) and config.getoption("rollout_compare") is not None:
+        raise pytest.UsageError(f"{flag} and --rollout-compare cannot be combined")
+    return Mode.RECORD if everything or new else _replay_mode(config)
+
+
+def _replay_mode(config: pytest.Config) -> Mode:
     name = config.getoption("rollout_mode") or str(config.getini("rollout_mode"))
     if name not in (Mode.DRY.value, Mode.FULL.value):
         raise pytest.UsageError(f"rollout_mode must be dry or full, got {name!r}")
-    return Mode.RECORD if record else Mode(name)
+    return Mode(name)
 
 
 def _golden_dir(config: pytest.Config) -> Path:

@@ -32,9 +32,11 @@ def write_summary(
     tr.section("rollout")
     if page is not None:
         tr.write_line(f"rollout report: {show(page)}")
-    headline = _record_line(tally) if record else _compare_line(tally)
-    if headline is not None:
-        tr.write_line(headline)
+    if record:
+        tr.write_line(_record_line(tally))
+    compared = _compare_line(tally)  # a record of new goldens replays the others
+    if compared is not None:
+        tr.write_line(compared)
     for problem in problems[:SHOWN]:
         tr.write_line(problem)
     for path in pruned:
