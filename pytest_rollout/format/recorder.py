@@ -180,18 +180,11 @@ class Recorder:
                 implied = True
                 data = {k: v for k, v in data.items() if k != "step"}  # a non-integer step
             terminal = event_type in TERMINAL_TYPES
-            # A turn boundary writes the lines out: a crash then loses no finished turn.
-            boundary = event_type in _TURN_TYPES and self._file is not None
             try:
                 payload: bytes | None = _dumps(data, json_default)
             except TypeError:
                 payload = self._encode_hard(data, terminal)
-            pending = self._pending
-            pending.append((self._clock(), event_type, payload, step, implied))
-            # Nothing below can fail: the event is in the run.
-            if terminal:
-                self._closed = True  # the run is whole: its lines are made at once
-            due = terminal or boundary or len(pending) >= self._batch
+            due, boundary = self._queue(event_type, payload, step, implied, terminal)
         except Exception:  # the recorder must never break the run it records
             with contextlib.suppress(Exception):
                 self._pending.append(_LOST)
@@ -215,13 +208,8 @@ class Recorder:
                 return
             step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
             terminal = event_type in TERMINAL_TYPES
-            boundary = event_type in _TURN_TYPES and self._file is not None
             checked = payload if type(payload) is bytes else self._not_bytes(terminal)
-            pending = self._pending
-            pending.append((self._clock(), event_type, checked, step, True))
-            if terminal:
-                self._closed = True
-            due = terminal or boundary or len(pending) >= self._batch
+            due, boundary = self._queue(event_type, checked, step, True, terminal)
         except Exception:  # the recorder must never break the run it records
             with contextlib.suppress(Exception):
                 self._pending.append(_LOST)
@@ -230,6 +218,20 @@ class Recorder:
             lock.release()
         if due:
             self._drain(boundary)
+
+    def _queue(
+        self, event_type: str, payload: bytes | None, step: int, implied: bool, terminal: bool
+    ) -> tuple[bool, bool]:
+        """Give an event its place in the run (under the lock); whether the batch is due,
+        and whether it ends at a turn boundary, whose lines are written out at once so that
+        a crash loses no finished turn."""
+        pending = self._pending
+        pending.append((self._clock(), event_type, payload, step, implied))
+        # Nothing below can fail: the event is in the run.
+        if terminal:
+            self._closed = True  # the run is whole: its lines are made at once
+        boundary = event_type in _TURN_TYPES and self._file is not None
+        return terminal or boundary or len(pending) >= self._batch, boundary
 
     def _drain(self, write: bool) -> None:
         """Turn the pending events into lines, in the order they were emitted, and write
