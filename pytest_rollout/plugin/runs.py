@@ -40,7 +40,7 @@ from ..session.golden import (
 from ..view.report import ReportItem
 from .paths import display, named_golden
 from .settings import HookSettings, MarkerOptions, Settings
-from .stash import CALL_REPORT_KEY, ENGINE_KEY, FAILURE_KEY, MARKER_KEY
+from .stash import CALL_REPORT_KEY, ENGINE_KEY, FAILURE_KEY, HOOKS_KEY, MARKER_KEY
 
 if TYPE_CHECKING:
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin
@@ -109,11 +109,17 @@ class TestRuns:
             )
         return found
 
+    def hooks_for(self, item: pytest.Item) -> HookSettings:
+        """What the test's path-scoped hooks add, asked once per test."""
+        found = item.stash.get(HOOKS_KEY, None)
+        if found is None:
+            found = item.stash[HOOKS_KEY] = HookSettings.from_item(item)
+        return found
+
     def _redact_name(self, item: pytest.Item) -> Callable[[str], str]:
         """How a secret in the test's id is hidden in its golden's name: by the rules that
         hide it in the test's content (in every mode, so the name never depends on it)."""
-        hooks = HookSettings.from_item(item)
-        return self.redactor_for(self.settings.redaction, hooks).redact_name
+        return self.redactor_for(self.settings.redaction, self.hooks_for(item)).redact_name
 
     def marker_for(self, item: pytest.Item) -> MarkerOptions:
         """The test's marker settings, parsed once."""
@@ -168,7 +174,7 @@ class TestRuns:
     def session_for(self, item: pytest.Item) -> RolloutSession:
         s = self.settings
         marker = self.marker_for(item)
-        hooks = HookSettings.from_item(item)
+        hooks = self.hooks_for(item)
         path = self.golden_for(item)
         mode = self._mode_for(marker, path)
         redactor = self.redactor_for(marker.redact or s.redaction, hooks)
