@@ -8,14 +8,9 @@ import pytest
 
 from pytest_rollout import RecordedProvider, Recorder, ReplayDivergenceError
 from pytest_rollout.diff.divergence import Divergence, DivergenceKind
-from pytest_rollout.replay.recorded import (
-    RecordedToolError,
-    Replay,
-    TurnRequest,
-    new_messages,
-    rebuild_error,
-    request_hash,
-)
+from pytest_rollout.replay.history import TurnRequest, new_messages, request_hash
+from pytest_rollout.replay.recorded import Replay
+from pytest_rollout.replay.tool_errors import RecordedToolError, rebuild_error
 from pytest_rollout.safety.redact import Redactor
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pytest_rollout import Recorder, ToolCall, Turn
 from pytest_rollout.format.events import LLM_TURN_STARTED
-from pytest_rollout.replay.recorded import RequestHistory, request_hash
+from pytest_rollout.replay.history import RequestHistory, request_hash
 from pytest_rollout.safety.redact import Redactor
 from pytest_rollout.sdk.wire import api_for, key_messages
 from pytest_rollout.session import Mode, RolloutSession

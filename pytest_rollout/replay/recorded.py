@@ -9,17 +9,14 @@ caller as :class:`~pytest_rollout.ReplayDivergenceError`; nothing runs live in i
 
 from __future__ import annotations
 
-import builtins
-import contextlib
-import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
-from ..diff.canonical import arguments_hash, canonical_bytes, canonicalize_event
+from ..diff.canonical import arguments_hash, canonicalize_event
 from ..diff.compare import field_changes
 from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from ..diff.text import call_text, string_change, value_text
@@ -32,178 +29,10 @@ from ..format.events import (
 )
 from ..format.jsonable import to_json_data
 from ..format.loader import Rollout, load
+from .history import TurnRequest, new_messages, request_hash
 from .turns import Turn
 
-__all__ = [
-    "RecordedProvider",
-    "RecordedToolError",
-    "Replay",
-    "RequestHistory",
-    "TurnRequest",
-    "arguments_hash",
-    "new_messages",
-    "request_hash",
-    "to_json_data",
-]
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(canonical_bytes(value)).hexdigest()
-
-
-def request_hash(messages: Any, tools: Any, params: Mapping[str, Any]) -> str:
-    """sha256 of a request's canonical form: the whole message list, tools and params."""
-    return _digest({"messages": messages, "tools": tools, "params": dict(params)})
-
-
-def new_messages(previous: Sequence[Any], current: Sequence[Any]) -> list[Any]:
-    """The messages of ``current`` that are new since ``previous`` (all, if it was rewritten)."""
-    if len(current) >= len(previous) and list(current[: len(previous)]) == list(previous):
-        return list(current[len(previous) :])
-    return list(current)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRequest:
-    """A model request as its turn records it and replay matches it: the messages new since
-    the previous request, tools and params as sent (the recorder redacts them), and
-    ``messages_hash``, the :func:`request_hash` of the whole request, redacted."""
-
-    messages: Sequence[Any]
-    tools: Any
-    params: Mapping[str, Any]
-    messages_hash: str
-
-
-#: How the canonical form of a request begins, before its first message.
-_OPEN: Final = b'{"messages":['
-
-
-def _is_pair(messages: Sequence[Any]) -> bool:
-    """Whether a message list looks like a ``[name, value]`` pair, which redaction reads as
-    a header (a secret name hides the value): such a list is redacted as a whole."""
-    return len(messages) == 2 and all(isinstance(m, str) for m in messages)
-
-
-class RequestHistory:
-    """The requests of one conversation so far, for hashing each request at the cost of its
-    new messages.
-
-    An agent sends its whole history with every request, so hashing every request whole
-    costs a run the square of its turns. The canonical form of a request is
-    ``{"messages":[m1,...,mN],"params":P,"tools":T}`` (keys sorted), and redaction works
-    string by string, so the canonical bytes of each redacted message never change once
-    encoded: this keeps the sha256 state of ``{"messages":[m1,...,mN`` and, for a request
-    that extends the previous one, redacts and encodes only the messages after it. The
-    digest is byte for byte :func:`request_hash` of the redacted request.
-    """
-
-    __slots__ = ("_last", "_messages", "_redact", "_state")
-
-    def __init__(self, redact: Callable[[Any], Any] | None = None) -> None:
-        self._redact: Callable[[Any], Any] = _as_is if redact is None else redact
-        self._messages: list[Any] = []
-        self._state = hashlib.sha256(_OPEN)
-        # The tools and the params of the last request: their unredacted canonical bytes,
-        # then those of their redacted form.
-        self._last: dict[str, tuple[bytes, bytes]] = {}
-
-    @property
-    def messages(self) -> list[Any]:
-        """The key messages of the conversation so far (the previous request's)."""
-        return self._messages
-
-    def request(
-        self,
-        start: int,
-        new: Sequence[Any],
-        fresh: Sequence[Any],
-        tools: Any,
-        params: Mapping[str, Any],
-    ) -> TurnRequest:
-        """The turn of a request whose key messages are those of the previous request up to
-        ``start`` (0: a conversation begun anew), then ``new``. ``fresh`` are the messages
-        the turn records as new, ``tools`` and ``params`` the request's own."""
-        if start not in (0, len(self._messages)):
-            raise ValueError(f"a request extends {len(self._messages)} messages, not {start}")
-        params = dict(params)
-        tail = self._encoded(new)
-        state = hashlib.sha256(_OPEN) if start == 0 else self._state.copy()
-        if tail:
-            state.update(tail[1:] if start == 0 else tail)
-        messages = [*self._messages[:start], *new]
-        if _is_pair(messages):
-            digest = self._whole(messages, tools, params)
-        else:
-            end = state.copy()
-            end.update(b'],"params":' + self._part("params", params))
-            end.update(b',"tools":' + self._part("tools", tools) + b"}")
-            digest = end.hexdigest()
-        self._messages, self._state = messages, state
-        return TurnRequest(list(fresh), tools, params, digest)
-
-    def whole(self, messages: Any, tools: Any, params: Mapping[str, Any]) -> TurnRequest:
-        """The turn of a request hashed whole (its messages are not a list: what is recorded
-        of messages that cannot be); the conversation starts anew after it."""
-        fresh = new_messages(self._messages, messages)
-        params = dict(params)
-        redact = self._redact
-        digest = request_hash(redact(messages), redact(tools), redact(params))
-        self._messages, self._state = [], hashlib.sha256(_OPEN)
-        return TurnRequest(fresh, tools, params, digest)
-
-    def _encoded(self, messages: Sequence[Any]) -> bytes:
-        """``,m1,m2,...``: each message redacted on its own and canonically encoded."""
-        redact = self._redact
-        return b"".join(b"," + canonical_bytes(redact(m)) for m in messages)
-
-    def _part(self, name: str, value: Any) -> bytes:
-        """The canonical bytes of the redacted tools or params (redacted again only when
-        they changed since the previous request)."""
-        plain = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        last = self._last.get(name)
-        if last is not None and last[0] == plain:
-            return last[1]
-        encoded = canonical_bytes(self._redact(value))
-        self._last[name] = (plain, encoded)
-        return encoded
-
-    def _whole(self, messages: list[Any], tools: Any, params: Mapping[str, Any]) -> str:
-        redact = self._redact
-        return request_hash(redact(messages), redact(tools), redact(params))
-
-
-class RecordedToolError(Exception):
-    """A replayed tool call whose recording says it raised an exception of a class that
-    cannot be rebuilt safely (not a built-in exception)."""
-
-    __module__ = "pytest_rollout"
-
-    def __init__(self, error_class: str, message: str) -> None:
-        self.error_class = error_class
-        self.message = message
-        super().__init__(f"{error_class}: {message}")
-
-
-#: The attribute of a rebuilt exception that holds the error as it was recorded.
-RECORDED_ERROR: Final = "rollout_recorded_error"
-
-
-def rebuild_error(error: Mapping[str, Any]) -> BaseException:
-    """The exception a recorded tool error stands for: built-ins are rebuilt as themselves.
-
-    The exception keeps the recorded ``{class, message}`` (``RECORDED_ERROR``), so that it is
-    recorded again as it was, whatever its own ``str()`` gives (``KeyError`` quotes its
-    message; a class that could not be rebuilt is a RecordedToolError)."""
-    name = str(error.get("class", "Exception"))
-    message = str(error.get("message", ""))
-    rebuilt: BaseException = RecordedToolError(name, message)
-    found = getattr(builtins, name, None)
-    if isinstance(found, type) and issubclass(found, Exception):
-        with contextlib.suppress(Exception):  # an exception class with another signature
-            rebuilt = found(message)
-    setattr(rebuilt, RECORDED_ERROR, {"class": name, "message": message})
-    return rebuilt
+__all__ = ["RecordedCall", "RecordedProvider", "RecordedTurn", "Recording", "Replay"]
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ from typing import Any
 from ..diff.divergence import ReplayDivergenceError
 from ..errors import RolloutError
 from ..format.events import DROP_DETECTED
-from ..replay.recorded import RequestHistory, TurnRequest, new_messages
+from ..replay.history import RequestHistory, TurnRequest, new_messages
 from ..replay.turns import Turn
 from .port import TurnPort
 from .pricing import cost_usd

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from ..replay.recorded import RequestHistory, TurnRequest
+from ..replay.history import RequestHistory, TurnRequest
 from ..replay.turns import Turn
 from .pricing import Price
 

@@ -41,7 +41,9 @@ from ..format.jsonable import encode_event
 from ..format.jsonable import to_json_data_or_placeholder as plain
 from ..format.loader import Rollout
 from ..format.recorder import Recorder
-from ..replay.recorded import Replay, RequestHistory, TurnRequest, rebuild_error
+from ..replay.history import RequestHistory, TurnRequest
+from ..replay.recorded import Replay
+from ..replay.tool_errors import rebuild_error
 from ..replay.turns import Turn
 from ..sdk.pricing import PRICES, Price
 from .exceptions import causes, error_data

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..replay.recorded import RECORDED_ERROR
+from ..replay.tool_errors import RECORDED_ERROR
 
 __all__ = ["causes", "error_data"]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..format.jsonable import to_json_data_or_placeholder as plain
-from ..replay.recorded import TurnRequest, new_messages
+from ..replay.history import TurnRequest, new_messages
 from ..replay.turns import Turn, coerce_turn
 
 if TYPE_CHECKING:
