@@ -11,7 +11,11 @@ import pytest
 from pytest_rollout import RolloutError
 from pytest_rollout.format.files import FILE_MODE, SecretInFileError, atomic_write, contained
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.session.golden import WriteResult, write_golden
+from pytest_rollout.session.golden import WriteResult, write_golden_and_receipt
+
+
+def write_golden(root: Path, path: Path, data: bytes) -> WriteResult:
+    return write_golden_and_receipt(root, path, data, redaction_mode="redacted", rules_sha256="")
 
 
 def rollout_bytes(note: str = "a") -> bytes:
@@ -95,13 +99,16 @@ def test_a_symlinked_golden_is_replaced_not_written_through(tmp_path: Path) -> N
     assert not (root / "test_a.jsonl").is_symlink()
 
 
-def test_write_golden_rewrites_an_unchanged_golden_when_asked(tmp_path: Path) -> None:
+def test_write_golden_rewrites_an_unchanged_golden_its_receipt_no_longer_vouches_for(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "golden"
     path = root / "test_a.jsonl"
     assert write_golden(root, path, rollout_bytes()) is WriteResult.CREATED
     again = rollout_bytes()
     assert write_golden(root, path, again) is WriteResult.UNCHANGED
-    assert write_golden(root, path, again, keep_unchanged=False) is WriteResult.UPDATED
+    path.write_bytes(path.read_bytes() + b"\n")  # edited by hand: the receipt no longer holds
+    assert write_golden(root, path, again) is WriteResult.UPDATED
     assert path.read_bytes() == again
 
 

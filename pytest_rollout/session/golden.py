@@ -36,7 +36,6 @@ from ..errors import RolloutError, RolloutFormatError
 from ..format.files import (
     SecretInFileError,
     Unreadable,
-    atomic_write,
     contained,
     read_regular,
     sync_directory,
@@ -67,7 +66,6 @@ __all__ = [
     "recover_pair",
     "safe_name",
     "settle",
-    "write_golden",
     "write_golden_and_receipt",
 ]
 
@@ -179,42 +177,6 @@ def _same_run(old: Rollout, new: Rollout, options: CanonicalOptions) -> bool:
     volatile fields and raw provider bytes left out), so a run that passes against its
     golden never rewrites it."""
     return compare(old.events, new.events, options).identical
-
-
-def write_golden(
-    golden_dir: Path,
-    path: Path,
-    data: bytes,
-    options: CanonicalOptions = DEFAULT_OPTIONS,
-    *,
-    scan: Callable[[bytes], str | None] | None = None,
-    keep_unchanged: bool = True,
-) -> WriteResult:
-    """Write ``data`` (a whole rollout) as the golden at ``path``, atomically, without its
-    receipt (the plugin records goldens with :func:`write_golden_and_receipt`).
-
-    Nothing is written when the new run compares equal to the existing golden. The new
-    content is validated by the loader first, so a golden is always loadable, and ``path``
-    must be inside ``golden_dir`` (checked before any directory is made). ``scan`` is the
-    redactor's last look at the bytes (see :func:`~pytest_rollout.format.files.atomic_write`).
-    ``keep_unchanged=False`` rewrites even an unchanged golden (one whose receipt no longer
-    vouches for its bytes).
-    """
-    new = loads(data, path=str(path))
-    target = contained(golden_dir, path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target = contained(golden_dir, path)  # a directory swapped for a symlink meanwhile
-    existed = target.exists()
-    if existed and keep_unchanged:
-        try:
-            old = load(target)
-        except RolloutFormatError:
-            pass  # a broken golden is replaced
-        else:
-            if _same_run(old, new, options):
-                return WriteResult.UNCHANGED
-    atomic_write(target, data, scan=scan)
-    return WriteResult.UPDATED if existed else WriteResult.CREATED
 
 
 def write_golden_and_receipt(
