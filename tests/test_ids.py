@@ -70,3 +70,33 @@ def test_renaming_onto_a_name_b_keeps_is_refused() -> None:
     # b's extra call keeps the name x, so renaming b1 -> x would merge two calls.
     b = run(["b1", "x"])
     assert align_call_ids(run(["x"]), b) is b
+
+
+def responses_run(item: str, message: str, response: str) -> tuple[Event, ...]:
+    """A Responses-API conversation: the agent sends the output items back, ids and all."""
+    r = Recorder()
+    r.emit("run.started", {})
+    r.emit("llm.turn.started", {"messages": [{"role": "user", "content": "?"}], "params": {}})
+    call = {"id": "call_1", "name": "weather", "arguments": {"city": "Paris"}}
+    r.emit("llm.turn.completed", {"content": None, "tool_calls": [call]})
+    echoed = [
+        {"type": "message", "id": message, "role": "assistant", "content": "Checking."},
+        {"type": "function_call", "id": item, "call_id": "call_1", "name": "weather"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+    ]
+    r.emit("llm.turn.started", {"messages": echoed, "params": {"previous_response_id": response}})
+    r.emit("llm.turn.completed", {"content": "18C", "tool_calls": []})
+    r.emit("run.completed", {"outcome": "completed"})
+    return r.rollout().events
+
+
+def test_item_ids_a_request_sends_back_are_renamed_in_order() -> None:
+    a = responses_run("fc_01", "msg_01", "resp_01")
+    b = responses_run("fc_9x", "msg_7q", "resp_5z")
+    assert [e.data for e in align_call_ids(a, b)] == [e.data for e in a]
+
+
+def test_an_item_id_that_moved_is_still_a_difference() -> None:
+    a = responses_run("fc_01", "msg_01", "resp_01")
+    b = responses_run("fc_01", "fc_01", "resp_01")  # two items under one name
+    assert [e.data for e in align_call_ids(a, b)] != [e.data for e in a]

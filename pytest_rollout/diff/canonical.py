@@ -9,28 +9,40 @@ canonical bytes are (``1``, ``1.0`` and ``true`` stay different).
 
 A secret redacted in ``hashed`` mode compares as its label alone: a run on a machine with
 another API key in its environment did the same thing, and its requests must match.
+
+Within a step, tool events are put in the order the step's turn announced the calls (its
+``tool_calls``), each call's start before its completion: parallel calls finish in whatever
+order their latencies give, and that order is not behaviour. A step already in that order
+(the usual case) is kept as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import orjson
 
-from ..format.events import Event
+from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
 from ..format.gcpause import collector_paused
 
 __all__ = [
     "DEFAULT_DROP_KEYS",
     "CanonicalEvent",
     "CanonicalOptions",
+    "announced_calls",
     "canonical_bytes",
     "canonicalize",
     "canonicalize_event",
+    "in_announced_order",
+    "step_in_announced_order",
+    "tool_order",
 ]
 
 #: Keys removed from the top level of every event's ``data``.
@@ -314,11 +326,129 @@ def canonicalize_event(event: Event, options: CanonicalOptions = DEFAULT_OPTIONS
 def canonicalize(
     events: Iterable[Event], options: CanonicalOptions = DEFAULT_OPTIONS
 ) -> list[CanonicalEvent]:
-    """The canonical form of a run: its events minus ignored types, each canonicalized."""
+    """The canonical form of a run: its events minus ignored types, each canonicalized, with
+    the tool events of each step in the order its turn announced the calls."""
     ignored = options.ignore_types
+    ordered = in_announced_order(events if isinstance(events, Sequence) else list(events))
     # Many small containers without cycles: the cyclic collector would only re-scan them.
     with collector_paused():
-        return [canonicalize_event(e, options) for e in events if e.type not in ignored]
+        return [canonicalize_event(e, options) for e in ordered if e.type not in ignored]
+
+
+# -- announcement order ------------------------------------------------------------------
+
+#: The event types put in announcement order within a step.
+TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
+
+
+def announced_calls(data: Mapping[str, Any]) -> list[str]:
+    """The ids of the tool calls an ``llm.turn.completed`` announced, in order."""
+    calls = data.get("tool_calls")
+    if not calls or type(calls) is not list:
+        return []
+    return [
+        c["id"]
+        for c in calls
+        if (type(c) is dict or isinstance(c, Mapping)) and isinstance(c.get("id"), str)
+    ]
+
+
+def tool_order(announced: Sequence[str], tools: Sequence[Event]) -> list[int] | None:
+    """Where each of a step's tool events goes in announcement order (``result[k]`` is the
+    index in ``tools`` of the k-th event), or ``None`` when they are in that order already.
+
+    A call's place is the index of its id among the ids ``announced`` (a repeated id takes
+    its announced places in turn, and a completion the place of the earliest open start of
+    its id); its start comes before its completion. Events whose call was not announced
+    keep their relative order, after the announced ones.
+    """
+    if _plainly_in_order(announced, tools):
+        return None
+    places: dict[str, deque[int]] = {}
+    for index, announced_id in enumerate(announced):
+        places.setdefault(announced_id, deque()).append(index)
+    unknown = len(announced)
+    started: dict[str, deque[int]] = {}
+    keys: list[tuple[int, int, int]] = []
+    for position, event in enumerate(tools):
+        call_id = event.data.get("call_id")
+        place = unknown
+        if type(call_id) is str:
+            if event.type == TOOL_CALL_STARTED:
+                free = places.get(call_id)
+                if free:
+                    place = free.popleft()
+                    started.setdefault(call_id, deque()).append(place)
+            elif opened := started.get(call_id):
+                place = opened.popleft()
+        phase = 0 if place == unknown or event.type == TOOL_CALL_STARTED else 1
+        keys.append((place, phase, position))
+    if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+        return None
+    return [position for _, _, position in sorted(keys)]
+
+
+def _plainly_in_order(announced: Sequence[str], tools: Sequence[Event]) -> bool:
+    """The usual case, told at little cost: the calls start in the order announced, and
+    each completion ends the one call open (a sufficient test, not a necessary one)."""
+    count = len(announced)
+    started = 0
+    open_id: Any = None
+    for event in tools:
+        call_id = event.data.get("call_id")
+        if event.type == TOOL_CALL_STARTED:
+            if started >= count or announced[started] != call_id:
+                return False
+            started += 1
+            open_id = call_id if open_id is None else _SEVERAL
+        elif open_id is _SEVERAL or open_id is None or open_id != call_id:
+            return False
+        else:
+            open_id = None
+    return True
+
+
+#: More than one call is open.
+_SEVERAL: Final[Any] = object()
+
+
+def step_in_announced_order(events: Sequence[Event]) -> list[Event] | None:
+    """The events of one step with its tool events in announcement order (each other event
+    keeps its place), or ``None`` when they are in that order already."""
+    announced: list[str] = []
+    slots: list[int] = []
+    for index, event in enumerate(events):
+        kind = event.type
+        if kind in TOOL_TYPES:
+            slots.append(index)
+        elif kind == LLM_TURN_COMPLETED:
+            announced.extend(announced_calls(event.data))
+    if len(slots) < 2:
+        return None
+    order = tool_order(announced, [events[i] for i in slots])
+    if order is None:
+        return None
+    ordered = list(events)
+    for slot, source in zip(slots, order, strict=True):
+        ordered[slot] = events[slots[source]]
+    return ordered
+
+
+def in_announced_order(events: Sequence[Event]) -> Sequence[Event]:
+    """A run with the tool events of each step (each run of events at one step) in the order
+    its turn announced the calls; ``events`` itself when they are in that order already."""
+    steps = [e.step for e in events]
+    changes = itertools.compress(range(1, len(steps)), map(operator.ne, steps[1:], steps))
+    result: list[Event] | None = None
+    for start, stop in itertools.pairwise([0, *changes, len(steps)]):
+        if stop - start < 2:
+            continue
+        ordered = step_in_announced_order(events[start:stop])
+        if ordered is not None:
+            if result is None:
+                result = list(events)
+            result[start:stop] = ordered
+    return events if result is None else result
 
 
 def arguments_hash(arguments: Any) -> str:

@@ -6,6 +6,10 @@ when their canonical bytes are; a cheaper test that implies it is tried first (s
 ``_Run``), so two identical runs cost one light pass and no diff. Only the first differing
 event of the first divergent step is described field by field, with deepdiff; everything
 after it is counted as downstream damage.
+
+Tool events are compared in the order each step's turn announced the calls (see
+:mod:`~pytest_rollout.diff.canonical`). Only the steps from the first event that differs as
+recorded on are checked for that order and put in it, so runs that agree pay nothing for it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from ..format.events import Event
+from ..format.events import LLM_TURN_COMPLETED, Event
 from ..format.gcpause import collector_paused
 from ..format.ids import align_call_ids
 from .canonical import (
@@ -29,6 +33,8 @@ from .canonical import (
     _compared_data,
     canonical_bytes,
     canonicalize_event,
+    in_announced_order,
+    step_in_announced_order,
 )
 
 __all__ = [
@@ -140,12 +146,17 @@ class _Run:
     in memory traffic than making them.
     """
 
-    __slots__ = ("canonical", "groups", "identity", "options", "sources")
+    __slots__ = ("canonical", "groups", "identity", "options", "reordered", "sources")
 
     def __init__(self, events: Sequence[Event], options: CanonicalOptions) -> None:
         self.options = options
         ignored = options.ignore_types
+        if LLM_TURN_COMPLETED in ignored:
+            # The announcements are about to be left out: order the tool events first.
+            events = in_announced_order(events)
         self.sources = [e for e in events if e.type not in ignored] if ignored else list(events)
+        #: The first index :meth:`reorder` has moved events at (past the end: none).
+        self.reordered = len(self.sources)
         self.canonical: dict[int, CanonicalEvent] = {}
         self.identity = _identity_function(options)
         # The grouping of itertools.groupby into a dict: a step that comes back after
@@ -154,6 +165,18 @@ class _Run:
         changes = itertools.compress(range(1, len(steps)), map(operator.ne, steps[1:], steps))
         bounds = [0, *changes, len(steps)]
         self.groups = {steps[i]: range(i, j) for i, j in itertools.pairwise(bounds) if i < j}
+
+    def reorder(self, span: range | None) -> None:
+        """Put the tool events of the step at ``span`` in announcement order."""
+        if span is None or len(span) < 2:
+            return
+        ordered = step_in_announced_order(self.sources[span.start : span.stop])
+        if ordered is None:
+            return
+        self.sources[span.start : span.stop] = ordered
+        for index in span:
+            self.canonical.pop(index, None)
+        self.reordered = min(self.reordered, span.start)
 
     def exact(self, index: int) -> CanonicalEvent:
         """The canonical form of event ``index`` (computed once)."""
@@ -245,11 +268,13 @@ def compare(
         return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)
     # Events before `agreed` are equal pairwise, position by position.
     agreed = min(na, nb) if differs is None else differs
-    comparison = _walk_steps(ra, rb, agreed)
-    # Raise for an event that cannot be canonicalized, as canonicalizing every event would:
-    # those before `agreed` have been through `exact` already if their identity failed.
-    _canonicalize_unencodable(ra, agreed)
-    _canonicalize_unencodable(rb, agreed)
+    with collector_paused():
+        comparison = _walk_steps(ra, rb, agreed)
+        # Raise for an event that cannot be canonicalized, as canonicalizing every event
+        # would: those before `agreed` have been through `exact` already if their identity
+        # failed (and were not moved since).
+        _canonicalize_unencodable(ra, min(agreed, ra.reordered))
+        _canonicalize_unencodable(rb, min(agreed, rb.reordered))
     return comparison
 
 
@@ -260,6 +285,10 @@ def _walk_steps(ra: _Run, rb: _Run, agreed: int) -> Comparison:
     for step in sorted(ra.groups.keys() | rb.groups.keys()):
         ia = ra.groups.get(step)
         ib = rb.groups.get(step)
+        if ia is None or ib is None or not (ia == ib and ia.stop <= agreed):
+            # Not known to agree: compared in announcement order.
+            ra.reorder(ia)
+            rb.reorder(ib)
         status = _step_status(ra, ia, rb, ib, agreed)
         results.append(StepResult(step, status))
         if first is None and status is not StepStatus.IDENTICAL:

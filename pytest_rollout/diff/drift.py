@@ -8,7 +8,9 @@ with its likely causes, each drawn only from evidence in the two runs.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +28,14 @@ from ..format.events import (
     TOOL_CALL_STARTED,
     Event,
 )
-from .canonical import DEFAULT_OPTIONS, CanonicalOptions, canonical_bytes
+from .canonical import (
+    DEFAULT_OPTIONS,
+    CanonicalOptions,
+    announced_calls,
+    canonical_bytes,
+    in_announced_order,
+    tool_order,
+)
 from .compare import Comparison, StepStatus, compare
 from .divergence import Divergence, classify
 from .score import RunSummary, Score, score, summarize
@@ -178,16 +187,43 @@ def drift_report(
     )
 
 
-def _calls_by_step(events: Sequence[Event]) -> dict[int, list[dict[str, Any]]]:
-    """The data of each ``tool.call.started``, by step, in order."""
-    calls: dict[int, list[dict[str, Any]]] = {}
+def _calls_by_step(events: Sequence[Event]) -> dict[int, list[Event]]:
+    """Each ``tool.call.started``, by step, in the order recorded."""
+    calls: dict[int, list[Event]] = {}
     for event in [e for e in events if e.type == TOOL_CALL_STARTED]:
         found = calls.get(event.step)
         if found is None:
-            calls[event.step] = [event.data]
+            calls[event.step] = [event]
         else:
-            found.append(event.data)
+            found.append(event)
     return calls
+
+
+def _announced_at(events: Sequence[Event], step: int) -> list[str]:
+    """The call ids the turns of ``step`` announced. A run's events go by step, so the step
+    is found by bisection; a run whose steps go back is searched through."""
+    start = bisect.bisect_left(events, step, key=_step_of)
+    found: list[str] = []
+    for event in itertools.islice(events, start, None):
+        if event.step != step:
+            break
+        if event.type == LLM_TURN_COMPLETED:
+            found.extend(announced_calls(event.data))
+    if found:
+        return found
+    for event in [e for e in events if e.type == LLM_TURN_COMPLETED and e.step == step]:
+        found.extend(announced_calls(event.data))
+    return found
+
+
+def _step_of(event: Event) -> int:
+    return event.step
+
+
+def _in_announced_order(events: Sequence[Event], step: int, calls: list[Event]) -> list[Event]:
+    """The calls of ``step`` in the order its turn announced them."""
+    order = tool_order(_announced_at(events, step), calls) if len(calls) > 1 else None
+    return calls if order is None else [calls[i] for i in order]
 
 
 def _same_call(x: Mapping[str, Any], y: Mapping[str, Any]) -> bool:
@@ -202,15 +238,28 @@ def _same_call(x: Mapping[str, Any], y: Mapping[str, Any]) -> bool:
     )
 
 
+def _same_calls(left: Sequence[Event], right: Sequence[Event]) -> bool:
+    return len(left) == len(right) and all(
+        x is y or _same_call(x.data, y.data) for x, y in zip(left, right, strict=True)
+    )
+
+
 def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCallDrift]:
+    """The calls that differ, step by step, paired in the order each step's turn announced
+    them (as the comparison pairs them); steps whose calls agree as recorded are not
+    reordered."""
     calls_a = _calls_by_step(a)
     calls_b = _calls_by_step(b)
     for step in sorted(calls_a.keys() | calls_b.keys()):
         left = calls_a.get(step, [])
         right = calls_b.get(step, [])
+        if _same_calls(left, right):
+            continue
+        left = _in_announced_order(a, step, left)
+        right = _in_announced_order(b, step, right)
         for position in range(max(len(left), len(right))):
-            x = left[position] if position < len(left) else None
-            y = right[position] if position < len(right) else None
+            x = left[position].data if position < len(left) else None
+            y = right[position].data if position < len(right) else None
             if x is not None and y is not None and (x is y or _same_call(x, y)):
                 continue
             yield ToolCallDrift(
@@ -344,8 +393,10 @@ def _shape(value: Any) -> Any:
 
 
 def _results_before(events: Sequence[Event], step: int) -> list[Event]:
-    """Tool results at the step before ``step`` and at ``step`` itself."""
-    return [e for e in events if e.type == TOOL_CALL_COMPLETED and step - 1 <= e.step <= step]
+    """Tool results at the step before ``step`` and at ``step`` itself, in announcement
+    order."""
+    near = in_announced_order([e for e in events if step - 1 <= e.step <= step])
+    return [e for e in near if e.type == TOOL_CALL_COMPLETED]
 
 
 def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str]:

@@ -6,6 +6,12 @@ Two runs that made the same calls in the same order carry different ids, and tha
 drift. Before two runs are compared, the ids of run ``b`` are renamed to those of run ``a``,
 matched by the order in which the turns announced them. Runs replayed from a recording
 already share their ids, and are left untouched at no cost.
+
+The Responses API names its output items too (``fc_...``, ``msg_...``, ``rs_...``), and an
+agent that sends its history back as input items repeats those names in its next request;
+a conversation continued on the server names the previous response
+(``previous_response_id``). Those ids are matched the same way: by the order in which the
+requests first carried them.
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .events import LLM_TURN_COMPLETED, Event
+from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, Event
 
-__all__ = ["align_call_ids", "announced_ids"]
+__all__ = ["align_call_ids", "announced_ids", "echoed_ids"]
 
 
 def announced_ids(events: Sequence[Event]) -> list[str]:
@@ -32,6 +38,28 @@ def announced_ids(events: Sequence[Event]) -> list[str]:
     return found
 
 
+def echoed_ids(events: Sequence[Event]) -> list[str]:
+    """The provider's item ids the requests sent back, in the order they first appear: the
+    ``id`` of each input item (a message with a ``type``, as the Responses API has them)
+    and ``previous_response_id``."""
+    found: dict[str, None] = {}
+    for data in [e.data for e in events if e.type == LLM_TURN_STARTED]:
+        params = data.get("params")
+        if type(params) is dict and isinstance(params.get("previous_response_id"), str):
+            found.setdefault(params["previous_response_id"])
+        messages = data.get("messages")
+        if type(messages) is not list:
+            continue
+        for item in messages:
+            if type(item) is dict and "type" in item and isinstance(item.get("id"), str):
+                found.setdefault(item["id"])
+    return list(found)
+
+
+def _pairs(ours: list[str], theirs: list[str]) -> dict[str, str]:
+    return {t: o for o, t in zip(ours, theirs, strict=False) if o != t}
+
+
 def _rename(value: Any, names: Mapping[str, str]) -> Any:
     kind = type(value)
     if kind is str:
@@ -44,16 +72,17 @@ def _rename(value: Any, names: Mapping[str, str]) -> Any:
 
 
 def align_call_ids(a: Sequence[Event], b: Sequence[Event]) -> Sequence[Event]:
-    """``b`` with each announced call id renamed to the id ``a`` announced at the same place.
+    """``b`` with each announced call id renamed to the id ``a`` announced at the same place
+    (and each echoed item id to ``a``'s at the same place, :func:`echoed_ids`).
 
     Only string values equal to a renamed id change, wherever they sit (call ids, tool
     results' ``tool_call_id``, ids inside rendered messages). Ids beyond the calls ``a``
     announced keep their names. When the ids already agree, ``b`` is returned as it is.
     """
-    ids_a = announced_ids(a)
-    ids_b = announced_ids(b)
-    names = {theirs: ours for ours, theirs in zip(ids_a, ids_b, strict=False) if ours != theirs}
+    calls_b, items_b = announced_ids(b), echoed_ids(b)
+    names = _pairs(announced_ids(a), calls_b)
+    names.update(_pairs(echoed_ids(a), items_b))
     # An id renamed onto a name b uses elsewhere would merge two calls: keep those apart.
-    if not names or set(names.values()) & (set(ids_b) - set(names)):
+    if not names or set(names.values()) & ({*calls_b, *items_b} - set(names)):
         return b
     return [e._replace(data=_rename(e.data, names)) for e in b]

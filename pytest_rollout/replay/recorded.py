@@ -1,14 +1,20 @@
 """Replay (docs/replay.md): a recording is the world, and replay never reaches the live system.
 
 :class:`Replay` holds a recorded run and answers from it: the LLM turns in order (each
-checked against the request the harness rendered, by the hash of its canonical form) and the
-tool calls of each turn (matched by position, name and a hash of the canonical arguments).
+checked against the request the harness rendered, by the hash of its canonical form; a
+caller with several requests open at once lets a request match one of the next few turns),
+and the tool calls of each step (each answered by the first recorded call of the step not
+used yet with the same name and hash of the canonical arguments, so calls run in parallel
+replay in whatever order they are made). A model error the agent handled was recorded as a
+failed turn with its HTTP response, and is served like any other turn.
 Anything it cannot answer is a :class:`~pytest_rollout.diff.divergence.Divergence`, raised to the
 caller as :class:`~pytest_rollout.ReplayDivergenceError`; nothing runs live in its place.
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,12 +22,13 @@ from typing import Any
 
 import orjson
 
-from ..diff.canonical import arguments_hash, canonicalize_event
+from ..diff.canonical import announced_calls, arguments_hash, canonicalize_event, tool_order
 from ..diff.compare import field_changes
 from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from ..diff.text import call_text, string_change, value_text
 from ..format.events import (
     LLM_TURN_COMPLETED,
+    LLM_TURN_FAILED,
     LLM_TURN_STARTED,
     TOOL_CALL_COMPLETED,
     TOOL_CALL_STARTED,
@@ -37,6 +44,10 @@ __all__ = ["RecordedCall", "RecordedProvider", "RecordedTurn", "Recording", "Rep
 
 @dataclass(slots=True)
 class RecordedCall:
+    """A recorded tool call. ``position`` is its place among the calls of its step, in the
+    order the step's turn announced them; ``output_type`` names the type of a result that
+    was not plain JSON (``module:qualname``), when the recording says."""
+
     step: int
     position: int
     call_id: Any
@@ -46,19 +57,26 @@ class RecordedCall:
     output: Any = None
     error: Mapping[str, Any] | None = None
     consumed: bool = False
+    output_type: str | None = None
 
 
 @dataclass(slots=True)
 class RecordedTurn:
+    """A recorded model turn: the ``llm.turn.completed`` payload, or (``failed``) the
+    ``llm.turn.failed`` payload of an error response the agent handled, whose ``response``
+    holds the HTTP status, content type and body to answer with again."""
+
     step: int
     request: dict[str, Any] | None
     turn: dict[str, Any]
     consumed: bool = False
+    failed: bool = False
 
 
 @dataclass(slots=True)
 class Recording:
-    """A recorded run indexed for replay: its turns in order, its tool calls by step."""
+    """A recorded run indexed for replay: its turns in order, its tool calls by step (each
+    step's in the order its turn announced them)."""
 
     turns: list[RecordedTurn] = field(default_factory=list)
     calls: dict[int, list[RecordedCall]] = field(default_factory=dict)
@@ -67,39 +85,57 @@ class Recording:
     def from_events(cls, events: Iterable[Event]) -> Recording:
         recording = cls()
         requests: dict[int, dict[str, Any]] = {}
+        announced: dict[int, list[str]] = {}
         # Completions queue per (step, call id) and pair with starts in order, so calls that
         # share an id (or have none) each get their own result.
         completions: dict[tuple[int, str], deque[Event]] = {}
-        started: list[Event] = []
+        started: dict[int, list[Event]] = {}
         for event in events:
-            if event.type == LLM_TURN_STARTED:
+            kind = event.type
+            if kind == LLM_TURN_STARTED:
                 requests[event.step] = event.data
-            elif event.type == LLM_TURN_COMPLETED:
+            elif kind == LLM_TURN_COMPLETED:
                 recording.turns.append(
                     RecordedTurn(event.step, requests.get(event.step), event.data)
                 )
-            elif event.type == TOOL_CALL_STARTED:
-                started.append(event)
-            elif event.type == TOOL_CALL_COMPLETED:
+                announced.setdefault(event.step, []).extend(announced_calls(event.data))
+            elif kind == LLM_TURN_FAILED and isinstance(event.data.get("response"), Mapping):
+                turn = RecordedTurn(event.step, requests.get(event.step), event.data, failed=True)
+                recording.turns.append(turn)
+            elif kind == TOOL_CALL_STARTED:
+                started.setdefault(event.step, []).append(event)
+            elif kind == TOOL_CALL_COMPLETED:
                 completions.setdefault(_call_key(event), deque()).append(event)
-        for event in started:
-            calls = recording.calls.setdefault(event.step, [])
-            queue = completions.get(_call_key(event))
-            done = queue.popleft() if queue else None
-            arguments = event.data.get("arguments")
-            calls.append(
-                RecordedCall(
-                    step=event.step,
-                    position=len(calls),
-                    call_id=event.data.get("call_id"),
-                    name=str(event.data.get("name")),
-                    arguments=arguments,
-                    args_hash=arguments_hash(arguments),
-                    output=None if done is None else done.data.get("output"),
-                    error=None if done is None else done.data.get("error"),
-                )
-            )
+        for step, starts in started.items():
+            # Paired in the order recorded, placed in the order announced.
+            done = [_completion(completions, event) for event in starts]
+            order = tool_order(announced.get(step, ()), starts) or range(len(starts))
+            recording.calls[step] = [
+                _recorded_call(starts[i], done[i], position) for position, i in enumerate(order)
+            ]
         return recording
+
+
+def _completion(completions: dict[tuple[int, str], deque[Event]], start: Event) -> Event | None:
+    queue = completions.get(_call_key(start))
+    return queue.popleft() if queue else None
+
+
+def _recorded_call(start: Event, done: Event | None, position: int) -> RecordedCall:
+    arguments = start.data.get("arguments")
+    result = {} if done is None else done.data
+    output_type = result.get("output_type")
+    return RecordedCall(
+        step=start.step,
+        position=position,
+        call_id=start.data.get("call_id"),
+        name=str(start.data.get("name")),
+        arguments=arguments,
+        args_hash=arguments_hash(arguments),
+        output=result.get("output"),
+        error=result.get("error"),
+        output_type=output_type if isinstance(output_type, str) else None,
+    )
 
 
 def _as_is(value: Any) -> Any:
@@ -125,8 +161,17 @@ class Replay:
         # matched (and shown) as it would have been recorded: redacted the same way.
         self.redact: Callable[[Any], Any] = _as_is if redact is None else redact
         self.divergences: list[Divergence] = []
-        self._served = 0
-        self._positions: dict[int, int] = {}
+        #: Turns before this index are served or passed by (a live turn of a later step).
+        self._floor = 0
+        #: How many calls the agent made at each step, answered or not.
+        self._attempts: dict[int, int] = {}
+        #: The recorded calls (step, position) an attempt was refused against, and how many
+        #: attempts at each step had no recorded counterpart at all.
+        self._refused: set[tuple[int, int]] = set()
+        self._unanswered: dict[int, int] = {}
+        # Tool calls and model requests may arrive from several threads at once: each
+        # claims its recorded counterpart under this lock.
+        self._lock = threading.Lock()
         self._checked_steps: set[int] = set()
 
     @classmethod
@@ -151,11 +196,8 @@ class Replay:
             if earlier >= step or earlier in self._checked_steps:
                 continue
             self._checked_steps.add(earlier)
-            # A call that was attempted and refused is already a divergence of its own.
-            attempted = self._positions.get(earlier, 0)
-            missing = self.recording.calls[earlier][attempted:]
-            if missing:
-                call = missing[0]
+            call = self._first_unmade(earlier)
+            if call is not None:
                 raise self._diverge(
                     DivergenceKind.MISSING_CALL,
                     earlier,
@@ -164,13 +206,25 @@ class Replay:
                     f"the next turn without making it",
                 )
 
+    def _first_unmade(self, step: int) -> RecordedCall | None:
+        """The first recorded call of ``step`` the agent never made. An attempt that was
+        refused is a divergence of its own: the call it was refused against, and for each
+        attempt with no counterpart one call not made, are not reported again."""
+        refused = self._refused
+        unmade = (
+            call
+            for call in self.recording.calls.get(step, ())
+            if not call.consumed and (step, call.position) not in refused
+        )
+        return next(itertools.islice(unmade, self._unanswered.get(step, 0), None), None)
+
     def live_turn(self, step: int) -> None:
         """A live provider answers turn ``step`` (full replay): the recorded turn of that
         step is accounted for, and the calls of earlier steps must have been made."""
         self.begin_turn(step)
         if step <= len(self.recording.turns):
             self.recording.turns[step - 1].consumed = True
-        self._served = max(self._served, step)
+        self._floor = max(self._floor, step)
 
     def serve_turn(
         self, messages: Any, tools: Any, params: Mapping[str, Any], fresh: Sequence[Any]
@@ -185,36 +239,74 @@ class Replay:
         request = TurnRequest(fresh, tools, params, digest)
         return Turn.from_event_data(self.next_turn(request))
 
-    def next_turn(self, request: TurnRequest) -> Mapping[str, Any]:
+    def next_turn(self, request: TurnRequest, lookahead: int = 0) -> Mapping[str, Any]:
         """What :meth:`serve_turn` serves, as recorded: the ``llm.turn.completed`` payload
-        (with the raw response, when an SDK client recorded it). ``request`` carries the
-        hash of the whole request, computed once by the caller."""
-        step = self._served + 1
-        self.begin_turn(step)
-        if self._served >= len(self.recording.turns):
+        (with the raw response, when an SDK client recorded it), or the ``llm.turn.failed``
+        payload of a handled error response. ``request`` carries the hash of the whole
+        request, computed once by the caller. See :meth:`next_recorded_turn`."""
+        return self.next_recorded_turn(request, lookahead).turn
+
+    def next_recorded_turn(self, request: TurnRequest, lookahead: int = 0) -> RecordedTurn:
+        """The recorded turn that answers ``request``: the first turn not served yet, or,
+        when the caller has ``lookahead`` other model requests open (whose arrival order
+        varies from run to run), the first of the next ``lookahead + 1`` turns not served
+        yet whose request matches. Calls of earlier steps not made yet are found at the end
+        of the run rather than here when requests overlap."""
+        with self._lock:
+            return self._claim_turn(request, lookahead)
+
+    def _claim_turn(self, request: TurnRequest, lookahead: int) -> RecordedTurn:
+        turns = self.recording.turns
+        first = self._first_open()
+        step = len(turns) + 1 if first is None else first + 1
+        if lookahead <= 0:
+            self.begin_turn(step)
+        if first is None:
             raise self._diverge(
                 DivergenceKind.UNRECORDED_TURN,
                 step,
                 f"the agent asked for turn {step} but {self.source} holds only "
-                f"{len(self.recording.turns)} turn(s)",
+                f"{len(turns)} turn(s)",
             )
-        recorded = self.recording.turns[self._served]
-        expected = (recorded.request or {}).get("messages_hash")
-        if expected is not None and expected != request.messages_hash:
+        recorded = self._matching(first, request.messages_hash, lookahead)
+        if recorded is None:
             redact = self.redact
             raise self._diverge(
                 DivergenceKind.PROMPT_MISMATCH,
-                recorded.step,
+                turns[first].step,
                 self._request_difference(
-                    recorded,
+                    turns[first],
                     redact(list(request.messages)),
                     redact(request.tools),
                     redact(dict(request.params)),
                 ),
             )
         recorded.consumed = True
-        self._served += 1
-        return recorded.turn
+        return recorded
+
+    def _first_open(self) -> int | None:
+        """The index of the first turn not served (nor passed by), if any is left."""
+        turns = self.recording.turns
+        index = self._floor
+        while index < len(turns) and turns[index].consumed:
+            index += 1
+        self._floor = index
+        return index if index < len(turns) else None
+
+    def _matching(self, first: int, digest: str, lookahead: int) -> RecordedTurn | None:
+        """The first turn not served among the ``lookahead + 1`` from index ``first`` whose
+        request hash is ``digest`` (or was not recorded)."""
+        window = 0
+        for recorded in itertools.islice(self.recording.turns, first, None):
+            if recorded.consumed:
+                continue
+            expected = (recorded.request or {}).get("messages_hash")
+            if expected is None or expected == digest:
+                return recorded
+            window += 1
+            if window > lookahead:
+                break
+        return None
 
     def _request_difference(
         self, recorded: RecordedTurn, fresh: Sequence[Any], tools: Any, params: Mapping[str, Any]
@@ -256,38 +348,53 @@ class Replay:
     # -- tools -------------------------------------------------------------------
 
     def answer_call(self, step: int, name: str, arguments: Any) -> RecordedCall:
-        """The recorded result of the agent's next tool call in ``step``."""
+        """The recorded result of the agent's next tool call in ``step``: the first call of
+        the step not answered yet with the same name and arguments, in whatever order the
+        agent makes them. Else a call of that name not answered yet is a mismatch, and a
+        call with no such counterpart is not in the recording."""
         arguments = self.redact(arguments)
-        position = self._positions.get(step, 0)
-        self._positions[step] = position + 1
+        with self._lock:
+            return self._claim_call(step, name, arguments)
+
+    def _claim_call(self, step: int, name: str, arguments: Any) -> RecordedCall:
+        attempt = self._attempts.get(step, 0) + 1
+        self._attempts[step] = attempt
         calls = self.recording.calls.get(step, [])
-        if position >= len(calls):
-            raise self._diverge(
-                DivergenceKind.UNRECORDED_CALL,
-                step,
-                f"call #{position + 1} of step {step}, {call_text(name, arguments)}, is not "
-                f"in the recording (it holds {len(calls)} call(s) at this step)",
-            )
-        call = calls[position]
-        if call.name != name or call.args_hash != arguments_hash(arguments):
+        digest = arguments_hash(arguments)
+        same_name: RecordedCall | None = None
+        for call in calls:
+            if call.consumed or call.name != name:
+                continue
+            if call.args_hash == digest:
+                call.consumed = True
+                return call
+            if same_name is None:
+                same_name = call
+        if same_name is not None:
+            self._refused.add((step, same_name.position))
             raise self._diverge(
                 DivergenceKind.TOOL_CALL_MISMATCH,
                 step,
-                f"call #{position + 1} of step {step}: recorded "
-                f"{call_text(call.name, call.arguments)}, got {call_text(name, arguments)}",
+                f"call #{same_name.position + 1} of step {step}: recorded "
+                f"{call_text(same_name.name, same_name.arguments)}, "
+                f"got {call_text(name, arguments)}",
             )
-        call.consumed = True
-        return call
+        self._unanswered[step] = self._unanswered.get(step, 0) + 1
+        raise self._diverge(
+            DivergenceKind.UNRECORDED_CALL,
+            step,
+            f"call #{attempt} of step {step}, {call_text(name, arguments)}, is not "
+            f"in the recording (it holds {len(calls)} call(s) at this step)",
+        )
 
     # -- the end -----------------------------------------------------------------
 
     def leftovers(self) -> list[Divergence]:
         """What the run left unconsumed: recorded turns never asked for, calls never made."""
         found: list[Divergence] = []
-        for step, calls in sorted(self.recording.calls.items()):
-            missing = calls[self._positions.get(step, 0) :]
-            if missing and step not in self._checked_steps:
-                call = missing[0]
+        for step in sorted(self.recording.calls):
+            call = None if step in self._checked_steps else self._first_unmade(step)
+            if call is not None:
                 found.append(
                     Divergence(
                         DivergenceKind.MISSING_CALL,
