@@ -23,6 +23,11 @@ Scripting a model::
                            http_client=httpx2.Client(transport=fake.transport()))
 
 Each request consumes the next turn; ``fake.requests`` holds the parsed request bodies.
+Requests sent side by side (``asyncio.gather``, threads) arrive in an order that varies, so
+a turn can instead be keyed by the request's last text (``answers={"Oslo?": Say("Cold.")}``:
+the last message's text, or the Responses input when it is a string), and be slowed down
+(``Slow(Say("..."), 0.05)``: the answer comes after that many seconds; the async transport
+sleeps without blocking the event loop).
 ``"stream": true`` requests get a ``text/event-stream`` answer. When the script runs out
 the fake answers a 500 error (with ``x-should-retry: false``) so that a test notices.
 
@@ -41,13 +46,14 @@ Volatile ids have a fixed length, so echoing them back does not change the usage
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import math
 import secrets
 import string
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,18 +105,31 @@ class Call:
 
 @dataclass(frozen=True)
 class Fail:
-    """A scripted API error: the HTTP status and the error message."""
+    """A scripted API error: the HTTP status and the error message; ``retry`` sets the
+    ``x-should-retry`` header (``None``: no header, the SDK decides by the status)."""
 
     status: int = 500
     message: str = "The server had an error while processing your request."
+    retry: bool | None = None
+
+
+@dataclass(frozen=True)
+class Slow:
+    """A scripted turn answered after ``seconds``."""
+
+    turn: Say | Call | Fail | str | Sequence[Say | Call | str]
+    seconds: float
 
 
 Part = Say | Call
-Turn = Say | Call | Fail | str | Sequence[Say | Call | str]
+Turn = Say | Call | Fail | Slow | str | Sequence[Say | Call | str]
+_Scripted = tuple[Part, ...] | Fail
 
 
-def _normalize(turn: Turn) -> tuple[Part, ...] | Fail:
+def _normalize(turn: Turn) -> _Scripted:
     """One scripted turn as a non-empty tuple of parts (or a ``Fail``)."""
+    if isinstance(turn, Slow):
+        return _normalize(turn.turn)
     if isinstance(turn, Fail):
         return turn
     if isinstance(turn, str | Say | Call):
@@ -702,13 +721,23 @@ class FakeModel:
     ``requests`` lists the parsed JSON bodies of all requests received, in order.
     """
 
-    def __init__(self, api: str, script: Iterable[Turn] = (), *, offline: bool = False) -> None:
+    def __init__(
+        self,
+        api: str,
+        script: Iterable[Turn] = (),
+        *,
+        offline: bool = False,
+        answers: Mapping[str, Turn] | None = None,
+    ) -> None:
         if api not in APIS:
             raise ValueError(f"unknown api {api!r}; expected one of {APIS}")
         self.api = api
         self.offline_mode = offline
         self.requests: list[Any] = []
+        script = list(script)
         self._turns = [_normalize(turn) for turn in script]
+        self._delays = [_delay(turn) for turn in script]
+        self._answers = {k: (_normalize(t), _delay(t)) for k, t in (answers or {}).items()}
         self._next = 0
 
     @classmethod
@@ -734,25 +763,48 @@ class FakeModel:
             return _error_response(self.api, 404, message)
         if not isinstance(body, dict):
             return _error_response(self.api, 400, "The request body is not a JSON object.")
-        if self._next >= len(self._turns):
+        turn = self._pick(body)
+        if turn is None:
             message = f"FakeModel script exhausted: no turn left for request #{len(self.requests)}"
             return _error_response(self.api, 500, message, retry=False)
-        turn = self._turns[self._next]
+        return self._answer(body, turn[0])
+
+    def _pick(self, body: dict[str, Any]) -> tuple[_Scripted, float] | None:
+        """The scripted turn (and its delay) that answers ``body``."""
+        keyed = self._answers.get(_last_text(body) or "")
+        if keyed is not None:
+            return keyed
+        if self._next >= len(self._turns):
+            return None
         self._next += 1
+        return self._turns[self._next - 1], self._delays[self._next - 1]
+
+    def _answer(self, body: dict[str, Any], turn: _Scripted) -> httpx2.Response:
         if isinstance(turn, Fail):
-            return _error_response(self.api, turn.status, turn.message)
+            return _error_response(self.api, turn.status, turn.message, retry=turn.retry)
         usage = _Usage(_input_tokens(body), _output_tokens(turn))
         if body.get("stream"):
             return _stream_response(self.api, _STREAM[self.api](body, turn, usage))
         return _json_response(self.api, 200, _COMPLETE[self.api](body, turn, usage))
 
+    def delay_for(self, request: httpx2.Request) -> float:
+        """How long the answer to ``request`` waits (0 unless its turn is ``Slow``)."""
+        body = _parse_body(request)
+        if self.offline_mode or not isinstance(body, dict):
+            return 0.0
+        keyed = self._answers.get(_last_text(body) or "")
+        if keyed is not None:
+            return keyed[1]
+        return self._delays[self._next] if self._next < len(self._delays) else 0.0
+
     async def async_handler(self, request: httpx2.Request) -> httpx2.Response:
-        """The async twin of ``handler`` (``MockTransport`` also accepts ``handler``)."""
+        """The async twin of ``handler``: a ``Slow`` turn waits without blocking."""
         return self.handler(request)
 
     def transport(self) -> httpx2.MockTransport:
-        """A transport for ``httpx2.Client`` and ``httpx2.AsyncClient``."""
-        return httpx2.MockTransport(self.handler)
+        """A transport for ``httpx2.Client`` and ``httpx2.AsyncClient`` (a ``Slow`` turn
+        sleeps: ``time.sleep`` for the sync client, ``asyncio.sleep`` for the async one)."""
+        return _SlowTransport(self)
 
     # -- SDK clients ----------------------------------------------------------------
 
@@ -780,6 +832,52 @@ class FakeModel:
 
         openai_sdk = openai.AsyncOpenAI if asynchronous else openai.OpenAI
         return openai_sdk(api_key="sk-test", base_url=OPENAI_BASE_URL, **options)
+
+
+class _SlowTransport(httpx2.MockTransport):
+    """``MockTransport`` on a fake, with its ``Slow`` turns' delays."""
+
+    def __init__(self, fake: FakeModel) -> None:
+        super().__init__(fake.handler)
+        self.fake = fake
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.read()
+        delay = self.fake.delay_for(request)
+        if delay:
+            time.sleep(delay)
+        return super().handle_request(request)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        await request.aread()
+        delay = self.fake.delay_for(request)
+        if delay:
+            await asyncio.sleep(delay)
+        return await super().handle_async_request(request)
+
+
+def _delay(turn: Turn) -> float:
+    return turn.seconds if isinstance(turn, Slow) else 0.0
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        found = [t for t in texts if isinstance(t, str)]
+        return "".join(found) if found else None
+    return None
+
+
+def _last_text(body: dict[str, Any]) -> str | None:
+    """The text of the request's last message (or its Responses input, as a string)."""
+    conversation = body.get("messages", body.get("input"))
+    if isinstance(conversation, str):
+        return conversation
+    if isinstance(conversation, list) and conversation and isinstance(conversation[-1], dict):
+        return _text_of(conversation[-1].get("content"))
+    return None
 
 
 def _parse_body(request: httpx2.Request) -> Any:

@@ -8,11 +8,19 @@ asks:
 - **record / live / full**: the request goes to the live transport untouched; once a
   successful response has been read in full (or its stream closed), the exchange records an
   ``llm.turn.started`` and an ``llm.turn.completed`` carrying the response as ``raw``, so that
-  replay can hand the SDK the bytes it parsed. Failed attempts (an error status the SDK may
-  retry) are not turns and are not recorded.
-- **dry**: the request is matched against the golden's next turn on its canonical key (model,
-  messages, tools, parameters; never headers, never volatile ids). A match is answered with
-  the recorded bytes; anything else raises a replay divergence. Nothing reaches the network.
+  replay can hand the SDK the bytes it parsed. An error response the SDK gives up on is an
+  ``llm.turn.failed`` (:mod:`pytest_rollout.sdk.failures`); the attempts the SDK retries are
+  not turns and are not recorded.
+- **dry**: the request is matched against the golden's open turns on its canonical key
+  (model, messages, tools, parameters; never headers, never volatile ids). A match is
+  answered with the recorded bytes (or the recorded error response); anything else raises a
+  replay divergence. Nothing reaches the network.
+
+The order the turns are written in, when requests overlap, is the session's
+:class:`~pytest_rollout.sdk.flights.TurnLog`'s business. A client may hold several
+conversations at once (requests sent side by side, a summary asked for in between): each
+request's new messages are counted from the longest earlier request of the client it extends,
+whichever order they were sent in.
 
 This module never imports an HTTP library: it deals in methods, paths and bytes. Nor does it
 know the session: it talks to a :class:`~pytest_rollout.sdk.port.TurnPort`.
@@ -20,23 +28,27 @@ know the session: it talks to a :class:`~pytest_rollout.sdk.port.TurnPort`.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Final
 
-from ..diff.divergence import ReplayDivergenceError
 from ..errors import RolloutError
 from ..format.events import DROP_DETECTED
-from ..replay.history import RequestHistory, TurnRequest, new_messages
+from ..replay.history import RequestHistory, TurnRequest
 from ..replay.turns import Turn
+from .failures import failed_data, failed_response
+from .flights import Entry, log_of
 from .port import TurnPort
 from .pricing import cost_usd
 from .sse import render_frames
 from .wire import Api, WireFormatError, WireRequest, api_for, key_messages, raw_response
 from .wire import response_body as _response_body
 
-__all__ = ["Answer", "Exchange", "LiveTurn", "UnrecordedRequestError"]
+__all__ = ["Answer", "Exchange", "Flight", "LiveTurn", "UnrecordedRequestError"]
 
 
 class UnrecordedRequestError(RolloutError):
@@ -64,73 +76,147 @@ class Answer:
 
 @dataclass(slots=True)
 class LiveTurn:
-    """A model request answered live, waiting for its response to be read.
+    """A live answer to a model request, waiting for its body to be read.
 
-    The transport feeds it the response's bytes as the SDK reads them. The turn is recorded
+    The transport feeds it the response's bytes as the SDK reads them. A success is recorded
     by :meth:`finish`, once the body was read to its end (or the SDK closed it on purpose);
-    a body whose reading failed is :meth:`abandon`-ed: the SDK will retry or raise, and the
-    attempt is not a turn. ``llm.turn.started`` is written at the latest then, and earlier
-    when the run records anything else while the body is still open (a tool the agent
-    runs mid-stream).
+    an error response once it was read to its end (the SDK reads the body of an error it
+    raises; one closed unread is an attempt it retries). A body whose reading failed is
+    :meth:`abandon`-ed: the SDK will retry or raise, and the attempt is not a turn.
     """
 
-    exchange: Exchange
-    api: Api
-    request: WireRequest
-    t0: float
+    flight: Flight
     status: int
     content_type: str
     #: Undoes the response's content encoding (gzip, br, ...), when it has one.
-    decode: Callable[[bytes], bytes] | None = None
+    decode: Callable[[bytes], bytes] | None
+    #: Whether the SDK may retry this (error) response.
+    retryable: bool
+    entry: Entry
     chunks: list[bytes] = field(default_factory=list)
     ttft_ms: float | None = None
     done: bool = False
-    opened: bool = False
+    read_all: bool = False
 
-    def open(self) -> None:
-        """Write the turn's ``llm.turn.started`` (once)."""
-        if self.opened:
-            return
-        self.opened = True
-        self.exchange.open_turn(self.api, self.request)
+    @property
+    def failed(self) -> bool:
+        return not 200 <= self.status < 300
 
     def feed(self, chunk: bytes) -> None:
         if self.ttft_ms is None and chunk:
-            self.ttft_ms = _ms_since(self.t0)
+            self.ttft_ms = _ms_since(self.flight.t0)
         self.chunks.append(chunk)
 
     def abandon(self) -> None:
-        """The body could not be read: no turn (unless it was opened already)."""
+        """The body could not be read: no turn (unless its start was written already)."""
         if self.done:
             return
         self.done = True
         self.chunks.clear()
-        self.exchange.session.cancel_deferred(self.open)
+        self.flight.log.dropped(self.entry)
+
+    def close(self) -> None:
+        """The SDK closed the body: a success is a turn, an error read only in part is not."""
+        if self.failed and not self.read_all:
+            self.abandon()
+        else:
+            self.finish()
 
     def finish(self) -> None:
-        """Record the turn (once)."""
+        """The body was read to its end: record the turn (once)."""
+        self.read_all = True
         if self.done:
             return
         self.done = True
-        self.exchange.session.cancel_deferred(self.open)
+        flight = self.flight
         body = b"".join(self.chunks)
         self.chunks.clear()
         try:
             if self.decode is not None:
                 body = self.decode(body)
-            raw = raw_response(self.status, self.content_type, body)
-            self.open()
-            self.exchange.complete(self.api, self.request, raw, _ms_since(self.t0), self.ttft_ms)
-        except ReplayDivergenceError:
-            raise
+            end = self._end(body)
         except Exception:
             # The SDK already has its bytes: a turn that cannot be recorded is a gap in the
             # recording, never an error in the user's test.
-            self.exchange.session.emit(DROP_DETECTED, dropped=1)
+            flight.log.dropped(self.entry)
+            flight.exchange.session.emit(DROP_DETECTED, dropped=1)
+            return
+        if self.failed and self.retryable:
+            flight.log.failed(flight.exchange, self.entry, end, flight.body)
+        else:
+            flight.log.ended(self.entry, end)
+
+    def _end(self, body: bytes) -> Callable[[], None]:
+        """What writes the turn's end: its ``llm.turn.completed`` or ``llm.turn.failed``."""
+        flight = self.flight
+        session = flight.exchange.session
+        if self.failed:
+            data = failed_data(flight.api.provider, self.status, self.content_type, body)
+            return partial(session.fail_sdk_turn, data)
+        raw = raw_response(self.status, self.content_type, body)
+        turn = flight.api.turn(raw)
+        if turn.cost_usd is None:
+            cost = cost_usd(turn.model or flight.request.model, turn.usage, session.prices)
+            if cost is not None:
+                turn = Turn(turn.content, turn.tool_calls, turn.usage, cost, turn.model)
+        return partial(session.complete_sdk_turn, turn, _ms_since(flight.t0), raw, self.ttft_ms)
+
+
+@dataclass(slots=True)
+class Flight:
+    """A model request sent live, until its answer is read (or it is lost)."""
+
+    exchange: Exchange
+    api: Api
+    request: WireRequest
+    turn: TurnRequest
+    body: bytes
+    t0: float
+
+    @property
+    def log(self) -> Any:
+        return self.exchange.log
+
+    def lost(self) -> None:
+        """The live transport raised: no answer, no turn."""
+        self.exchange.log.dropped(None)
+
+    def response(
+        self,
+        status: int,
+        content_type: str,
+        decode: Callable[[bytes], bytes] | None,
+        retryable: bool,
+    ) -> LiveTurn:
+        """The answer arrived: the turn its body is read into."""
+        entry = self.exchange.log.begin(self.turn)
+        return LiveTurn(self, status, content_type, decode, retryable, entry)
 
 
 def _ms_since(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
+
+
+@dataclass(slots=True)
+class _Head:
+    """An earlier request of a client: its messages, the id placeholders given in them and
+    the hash state after them."""
+
+    api: str
+    messages: list[Any]
+    names: dict[str, str]
+    history: RequestHistory
+
+
+#: How many earlier requests a client keeps to find the one a request extends.
+_HEADS: Final = 16
+
+
+def _extends(messages: list[Any], head: list[Any]) -> bool:
+    size = len(head)
+    if size > len(messages):
+        return False
+    return size == 0 or (messages[size - 1] == head[-1] and messages[:size] == head)
 
 
 class Exchange:
@@ -139,9 +225,9 @@ class Exchange:
 
     def __init__(self, session: TurnPort) -> None:
         self.session = session
-        self._previous: dict[str, list[Any]] = {}
-        self._names: dict[str, dict[str, str]] = {}  # id placeholders given, per API
-        self._histories: dict[str, RequestHistory] = {}
+        self.log = log_of(session)
+        self._heads: list[_Head] = []  # the most recent first
+        self._lock = threading.Lock()
         self._refused: tuple[bytes, RolloutError] | None = None
 
     @property
@@ -192,20 +278,27 @@ class Exchange:
 
     def _answer(self, api: Api, request: WireRequest) -> Answer:
         t0 = time.perf_counter()
-        session = self.session
-        data = session.serve_sdk_turn(self._turn_request(api, request))
+        session, log = self.session, self.log
+        entry, data = log.serve(self._turn_request(api, request))
         raw = data.get("raw")
         if not isinstance(raw, Mapping):
-            raise RolloutError(
-                f"the golden's turn has no recorded response to give the {api.provider} SDK "
-                f"(it was recorded through a provider, not an SDK client): re-record this "
-                f"test with --rollout-record"
-            )
+            failed = failed_response(data)
+            if failed is None:
+                raise RolloutError(
+                    f"the golden's turn has no recorded response to give the {api.provider} "
+                    f"SDK (it was recorded through a provider, not an SDK client): re-record "
+                    f"this test with --rollout-record"
+                )
+            status, content_type, body = failed
+            end = partial(session.fail_sdk_turn, dict(data))
+            return Answer(status, content_type, (body,), partial(log.served, entry, end))
         status, content_type, body = _response_body(raw)
         recorded = Turn.from_event_data(data)
 
         def done() -> None:
-            session.complete_sdk_turn(recorded, _ms_since(t0), raw, None)
+            log.served(
+                entry, partial(session.complete_sdk_turn, recorded, _ms_since(t0), raw, None)
+            )
 
         frames = raw.get("frames")
         if isinstance(frames, list) and frames:
@@ -213,60 +306,39 @@ class Exchange:
             return Answer(status, content_type, chunks, done)
         return Answer(status, content_type, (body,), done)
 
-    def going_live(self) -> float:
-        """A model request is about to be sent to the live transport: tell the session,
-        and return the time its latency is counted from."""
+    def send(self, api: Api, request: WireRequest, body: bytes, retry: bool | None) -> Flight:
+        """A model request is about to be sent to the live transport: tell the session, and
+        start its flight (its latency is counted from now). ``retry``: whether the SDK says
+        the request is a retry of its previous one (``None``: it does not say)."""
         self.session.sdk_turn_ready()
-        return time.perf_counter()
-
-    def begin_live(
-        self,
-        api: Api,
-        request: WireRequest,
-        t0: float,
-        status: int,
-        content_type: str,
-        decode: Callable[[bytes], bytes] | None,
-    ) -> LiveTurn | None:
-        """A live response arrived: a turn to record when it is a success, else ``None``."""
-        if not 200 <= status < 300:
-            return None
-        turn = LiveTurn(self, api, request, t0, status, content_type, decode)
-        self.session.defer(turn.open)
-        return turn
-
-    def open_turn(self, api: Api, request: WireRequest) -> None:
-        """Write a live turn's ``llm.turn.started``."""
-        self.session.open_sdk_turn(self._turn_request(api, request))
-
-    def complete(
-        self,
-        api: Api,
-        request: WireRequest,
-        raw: dict[str, Any],
-        latency_ms: float,
-        ttft_ms: float | None,
-    ) -> None:
-        """Record what a live response said, as the turn's ``llm.turn.completed``."""
-        turn = api.turn(raw)
-        if turn.cost_usd is None:
-            cost = cost_usd(turn.model or request.model, turn.usage, self.session.prices)
-            if cost is not None:
-                turn = Turn(turn.content, turn.tool_calls, turn.usage, cost, turn.model)
-        self.session.complete_sdk_turn(turn, latency_ms, raw, ttft_ms)
+        turn = self._turn_request(api, request)
+        self.log.sending(self, body, retry)
+        return Flight(self, api, request, turn, body, time.perf_counter())
 
     def _turn_request(self, api: Api, request: WireRequest) -> TurnRequest:
-        """The request as its turn records it: the messages new since this client's previous
-        request of the same API, and the hash of the whole conversation with its volatile
-        ids made stable (only the new messages are redacted and hashed)."""
+        """The request as its turn records it: the messages new since the earlier request of
+        this client it extends (the longest one), and the hash of the whole conversation with
+        its volatile ids made stable (only the new messages are redacted and hashed)."""
         messages = request.messages
-        fresh = new_messages(self._previous.get(api.name, []), messages)
-        history = self._histories.get(api.name)
-        if history is None:
-            history = self._histories[api.name] = self.session.request_history()
-        start = len(messages) - len(fresh)
-        names = dict(self._names.get(api.name, {})) if start else {}
-        keyed = key_messages(messages[start:], names)
-        turn = history.request(start, keyed, fresh, request.tools, request.params)
-        self._previous[api.name], self._names[api.name] = messages, names
+        with self._lock:
+            head = self._head_of(api.name, messages)
+            if head is None:
+                start, names, history = 0, {}, self.session.request_history()
+            else:
+                start, names = len(head.messages), dict(head.names)
+                history = copy.copy(head.history)  # the head stays, for its other children
+            keyed = key_messages(messages[start:], names)
+            turn = history.request(start, keyed, messages[start:], request.tools, request.params)
+            self._heads.insert(0, _Head(api.name, messages, names, history))
+            del self._heads[_HEADS:]
         return turn
+
+    def _head_of(self, api: str, messages: list[Any]) -> _Head | None:
+        """The longest earlier request of this API that ``messages`` extend."""
+        found: _Head | None = None
+        for head in self._heads:
+            if head.api != api or (found is not None and len(head.messages) <= len(found.messages)):
+                continue
+            if _extends(messages, head.messages):
+                found = head
+        return found

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..replay.history import RequestHistory, TurnRequest
+from ..replay.recorded import Recording
 from ..replay.turns import Turn
 from .pricing import Price
 
@@ -49,10 +50,18 @@ class TurnPort(Protocol):
         of its new messages (redacted the way the session redacts)."""
         ...
 
-    def serve_sdk_turn(self, request: TurnRequest) -> Mapping[str, Any]:
-        """Dry replay: open the request's turn and return the recorded turn's event data it
-        matches, or raise a replay divergence. ``request`` holds the messages new since the
-        client's previous request and the hash of the whole conversation with stable ids."""
+    @property
+    def sdk_recording(self) -> Recording | None:
+        """Dry replay: the golden's turns and calls as replay serves them (``None`` when
+        nothing is replayed)."""
+        ...
+
+    def serve_sdk_turn(self, request: TurnRequest, lookahead: int) -> Mapping[str, Any]:
+        """Dry replay: the event data of the recorded turn ``request`` matches, among the
+        first unconsumed turn and the ``lookahead`` unconsumed ones after it; else record
+        the request's ``llm.turn.started`` and the divergence, and raise it. ``request``
+        holds the messages new since the request it extends and the hash of the whole
+        conversation with stable ids."""
         ...
 
     def open_sdk_turn(self, request: TurnRequest) -> None:
@@ -64,6 +73,11 @@ class TurnPort(Protocol):
     ) -> None:
         """Record the end of a turn whose response was read in full; ``raw`` is the
         response as recorded (see :func:`pytest_rollout.sdk.wire.raw_response`)."""
+        ...
+
+    def fail_sdk_turn(self, data: Mapping[str, Any]) -> None:
+        """Record the end of a turn whose answer was an error response the SDK gave up on:
+        its ``llm.turn.failed`` (see :mod:`pytest_rollout.sdk.failures`)."""
         ...
 
     def defer(self, callback: Callable[[], None]) -> None:

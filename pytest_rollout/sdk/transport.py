@@ -22,13 +22,10 @@ from functools import cache
 from types import ModuleType
 from typing import Any, ClassVar, TypeVar, cast
 
-from .exchange import Answer, Exchange, LiveTurn
-from .wire_api import Api, WireRequest
+from .exchange import Answer, Exchange, Flight, LiveTurn
+from .failures import may_retry
 
 __all__ = ["transport_classes"]
-
-#: A request the exchange recognised as a model call.
-_Call = tuple[Api, WireRequest]
 
 _T = TypeVar("_T")
 
@@ -64,7 +61,7 @@ class _TeeBody:
         try:
             self._inner.close()
         finally:
-            self._turn.finish()
+            self._turn.close()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._chunks is None:
@@ -82,7 +79,7 @@ class _TeeBody:
         try:
             await self._inner.aclose()
         finally:
-            self._turn.finish()
+            self._turn.close()
 
 
 class _ServedBody:
@@ -145,31 +142,25 @@ class _Library:
         return decode
 
     def served(self, answer: Answer, request: Any) -> Any:
-        """The response to a request answered from the golden."""
+        """The response to a request answered from the golden (which the SDK is told never
+        to retry: a recorded error is the one the SDK gave up on)."""
         return self.module.Response(
             answer.status,
-            headers=[("content-type", answer.content_type)],
+            headers=[("content-type", answer.content_type), ("x-should-retry", "false")],
             stream=self.served_body(answer),
             request=request,
         )
 
-    def recorded(
-        self, exchange: Exchange, call: _Call, t0: float, response: Any, request: Any
-    ) -> Any:
-        """The live ``response``, its body tee'd into the turn when it is a success."""
-        api, wire_request = call
+    def recorded(self, flight: Flight, response: Any, request: Any) -> Any:
+        """The live ``response``, its body tee'd into the turn."""
         status = response.status_code
         encoding = _header(response, "content-encoding")
-        turn = exchange.begin_live(
-            api,
-            wire_request,
-            t0,
+        turn = flight.response(
             status,
             _header(response, "content-type") or "",
             None if encoding is None else self.decoder(status, encoding),
+            may_retry(status, _header(response, "x-should-retry")),
         )
-        if turn is None:
-            return response
         return self.module.Response(
             status,
             headers=response.headers,
@@ -185,11 +176,18 @@ class _Library:
 @dataclass(frozen=True, slots=True)
 class _Route:
     """Where a request goes: ``served`` is the golden's response (dry replay); otherwise it
-    goes live, and ``call`` is the model call to record from its response, if any."""
+    goes live, and ``flight`` is the model call to record from its response, if any."""
 
     served: Any = None
-    call: _Call | None = None
-    t0: float = 0.0
+    flight: Flight | None = None
+
+
+def _retry(request: Any) -> bool | None:
+    """Whether the SDK says ``request`` retries its previous one (``None``: it does not say)."""
+    count = request.headers.get("x-stainless-retry-count")
+    if count is None:
+        return None
+    return str(count).strip() not in ("", "0")
 
 
 class _RolloutTransport:
@@ -210,12 +208,12 @@ class _RolloutTransport:
             return _Route()
         if exchange.replaying:
             return _Route(served=self.library.served(exchange.answer(*call, body), request))
-        return _Route(call=call, t0=exchange.going_live())
+        return _Route(flight=exchange.send(*call, body, _retry(request)))
 
     def _recorded(self, route: _Route, response: Any, request: Any) -> Any:
-        if route.call is None:
+        if route.flight is None:
             return response
-        return self.library.recorded(self.exchange, route.call, route.t0, response, request)
+        return self.library.recorded(route.flight, response, request)
 
 
 class _SyncTransport(_RolloutTransport):
@@ -225,7 +223,13 @@ class _SyncTransport(_RolloutTransport):
         route = self._route(request, request.read())
         if route.served is not None:
             return route.served
-        return self._recorded(route, self.live.handle_request(request), request)
+        try:
+            response = self.live.handle_request(request)
+        except BaseException:
+            if route.flight is not None:
+                route.flight.lost()
+            raise
+        return self._recorded(route, response, request)
 
     def close(self) -> None:
         if self.live is not None:
@@ -239,7 +243,13 @@ class _AsyncTransport(_RolloutTransport):
         route = self._route(request, await request.aread())
         if route.served is not None:
             return route.served
-        return self._recorded(route, await self.live.handle_async_request(request), request)
+        try:
+            response = await self.live.handle_async_request(request)
+        except BaseException:  # the connection lost, or the task cancelled
+            if route.flight is not None:
+                route.flight.lost()
+            raise
+        return self._recorded(route, response, request)
 
     async def aclose(self) -> None:
         if self.live is not None:

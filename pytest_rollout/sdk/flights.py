@@ -1,0 +1,271 @@
+"""The order a session's SDK model turns are written in, whatever order their answers come in.
+
+An agent that fans out (``asyncio.gather`` over several model calls, threads, sub-agents side
+by side) has several requests in flight at once, and which answer ends first changes from run
+to run. A :class:`TurnLog` (one per session, :func:`log_of`) writes each turn's
+``llm.turn.started`` and its end (``llm.turn.completed``, or ``llm.turn.failed`` for an
+error response the SDK gave up on) so that the order does not depend on that:
+
+- **recording**: turns whose requests overlap in time form a group; their events are held
+  until no request is in flight any more, then written ordered by their canonical request
+  key (``messages_hash``). A turn alone in flight is written as it ends, as before.
+- **dry replay**: answers are immediate, so requests arrive in the order the agent makes
+  them. Each request is matched against the golden's turns still open (the first unconsumed
+  one and those recorded back to back with it, :func:`window`), and the turns are written in
+  the golden's order: a turn matched ahead of an earlier one waits for it.
+
+When anything else is recorded while turns are held (a tool the agent runs, the end of the
+run), the held turns are written first, and a turn whose body is still being read writes its
+``llm.turn.started`` then, so that the event lands inside its turn's step.
+
+An error response the SDK may still retry (a 429 or 5xx it was not told to leave alone) is
+held apart: the SDK's retry of the same request drops it (retries stay invisible), anything
+else writes it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, Final
+
+from ..replay.history import TurnRequest
+from ..replay.recorded import Recording
+from .port import TurnPort
+
+__all__ = ["Entry", "TurnLog", "log_of", "window"]
+
+#: The most turns a dry replay looks past the first open one for a match.
+MAX_WINDOW: Final = 64
+
+
+class Entry:
+    """One turn on its way into the rollout: its request, its place (the request key while
+    recording, the golden's turn index in dry replay) and, once its answer was read, what
+    writes its end."""
+
+    __slots__ = ("end", "key", "request", "started")
+
+    def __init__(self, key: str | int, request: TurnRequest) -> None:
+        self.key = key
+        self.request = request
+        self.end: Callable[[], None] | None = None
+        self.started = False
+
+
+def window(recording: Recording, first: int) -> int:
+    """How many more unconsumed turns after turn ``first`` (the first unconsumed one) a
+    request may match: those recorded back to back with it, up to the first turn whose step
+    holds tool calls. A request's key holds the whole conversation, so a request that depends
+    on an earlier answer can never match ahead of it."""
+    turns, calls = recording.turns, recording.calls
+    found = 0
+    for index in range(first, min(len(turns), first + MAX_WINDOW)):
+        turn = turns[index]
+        if index > first and not turn.consumed:
+            found += 1
+        if calls.get(turn.step):
+            break
+    return found
+
+
+class TurnLog:
+    """The SDK turns of one session on their way into its rollout (see the module doc)."""
+
+    def __init__(self, session: TurnPort) -> None:
+        self.session = session
+        self._lock = threading.RLock()
+        self._in_flight = 0
+        self._entries: list[Entry] = []
+        # Error responses the SDK may still retry, by exchange: the request body and the turn.
+        self._retryable: dict[int, tuple[bytes, Entry]] = {}
+        self._armed = False
+        self._writing = False
+        self._cursor = 0
+
+    # -- recording --------------------------------------------------------------------
+
+    def sending(self, owner: object, body: bytes, retry: bool | None) -> None:
+        """A model request of ``owner`` (an exchange) is about to go live. ``retry`` says
+        whether the SDK marked it as a retry (``None``: it does not say)."""
+        with self._lock:
+            held = self._retryable.pop(id(owner), None)
+            if held is not None and not (retry is not False and held[0] == body):
+                self._entries.append(held[1])  # not the SDK's retry: a turn of its own
+                self._settle()
+            self._in_flight += 1
+
+    def begin(self, request: TurnRequest) -> Entry:
+        """A live answer's body is being read: its turn, keyed by its request."""
+        entry = Entry(request.messages_hash, request)
+        with self._lock:
+            self._entries.append(entry)
+            self._arm()
+        return entry
+
+    def ended(self, entry: Entry, end: Callable[[], None]) -> None:
+        """The turn's answer was read in full: ``end`` writes its end."""
+        with self._lock:
+            entry.end = end
+            self._in_flight -= 1
+            if entry.started:  # its start is out already: so is its end, now
+                self._entries.remove(entry)
+                self._write(end)
+            self._settle()
+
+    def failed(self, owner: object, entry: Entry, end: Callable[[], None], body: bytes) -> None:
+        """An error response the SDK may retry was read: held until ``owner``'s next request
+        shows whether it was retried."""
+        with self._lock:
+            entry.end = end
+            self._in_flight -= 1
+            self._entries.remove(entry)
+            previous = self._retryable.pop(id(owner), None)
+            if previous is not None:
+                self._entries.append(previous[1])
+            self._retryable[id(owner)] = (body, entry)
+            self._arm()
+            self._settle()
+
+    def dropped(self, entry: Entry | None) -> None:
+        """A request in flight ended without a turn (its body cut short, the connection
+        lost, an answer that could not be recorded)."""
+        with self._lock:
+            self._in_flight -= 1
+            if entry is not None and entry in self._entries:
+                self._entries.remove(entry)
+            self._settle()
+
+    def _settle(self) -> None:
+        """Recording: with nothing in flight, write the held turns by request key."""
+        if self._in_flight > 0 or self.session.serves_turns:
+            return
+        ended = sorted((e for e in self._entries if e.end is not None), key=_key)
+        for entry in ended:
+            self._entries.remove(entry)
+            self._write_entry(entry)
+
+    # -- dry replay -------------------------------------------------------------------
+
+    def serve(self, request: TurnRequest) -> tuple[Entry, Mapping[str, Any]]:
+        """Dry replay: the golden's turn ``request`` matches, among the open ones; its start
+        is written when the golden's earlier turns are."""
+        with self._lock:
+            recording = self.session.sdk_recording
+            first = self._first_open(recording)
+            lookahead = 0 if recording is None else window(recording, first)
+            data = self.session.serve_sdk_turn(request, lookahead)
+            entry = Entry(_index_of(recording, data, first), request)
+            self._entries.append(entry)
+            self._advance()
+            return entry, data
+
+    def served(self, entry: Entry, end: Callable[[], None]) -> None:
+        """Dry replay: the SDK read the served answer; ``end`` writes the turn's end."""
+        with self._lock:
+            entry.end = end
+            if entry.started:  # its start is out already: so is its end, now
+                self._entries.remove(entry)
+                self._write(end)
+            self._advance()
+
+    def _first_open(self, recording: Recording | None) -> int:
+        if recording is None:
+            return 0
+        turns = recording.turns
+        while self._cursor < len(turns) and turns[self._cursor].consumed:
+            self._cursor += 1
+        return self._cursor
+
+    def _advance(self) -> None:
+        """Write the served turns whose earlier golden turns are all written."""
+        recording = self.session.sdk_recording
+        while self._entries:
+            head = min(self._entries, key=_key)
+            if int(head.key) > self._first_open(recording):
+                break
+            if not head.started:
+                head.started = True
+                self._write(partial(self.session.open_sdk_turn, head.request))
+            if head.end is None:
+                break
+            self._entries.remove(head)
+            self._write(head.end)
+        self._arm()
+
+    # -- anything else recorded -----------------------------------------------------------
+
+    def _arm(self) -> None:
+        waiting = self._retryable or any(not e.started for e in self._entries)
+        if waiting and not self._armed:
+            self._armed = True
+            self.session.defer(self.flush)
+
+    def flush(self) -> None:
+        """Something else is recorded: write what is held, and the start of each turn whose
+        body is still being read, first."""
+        with self._lock:
+            self._armed = False
+            if self._writing:
+                return
+            for _, entry in self._retryable.values():
+                self._entries.append(entry)
+            self._retryable.clear()
+            for entry in sorted(self._entries, key=_key):
+                if entry.end is not None:
+                    self._entries.remove(entry)
+                    self._write_entry(entry)
+            for entry in sorted(self._entries, key=_key):
+                if not entry.started:
+                    entry.started = True
+                    self._write(partial(self.session.open_sdk_turn, entry.request))
+            self._arm()
+
+    def _write_entry(self, entry: Entry) -> None:
+        if not entry.started:
+            entry.started = True
+            self._write(partial(self.session.open_sdk_turn, entry.request))
+        if entry.end is not None:
+            self._write(entry.end)
+
+    def _write(self, write: Callable[[], None]) -> None:
+        """Run one of our own writes (nothing held is written in between)."""
+        self._writing = True
+        try:
+            write()
+        finally:
+            self._writing = False
+            if not self._armed:
+                self._arm()
+
+
+def _key(entry: Entry) -> Any:
+    return entry.key
+
+
+def _index_of(recording: Recording | None, data: Mapping[str, Any], first: int) -> int:
+    """The index of the golden's turn whose data replay served."""
+    if recording is not None:
+        turns = recording.turns
+        for index in range(first, len(turns)):
+            if turns[index].turn is data:
+                return index
+        for index in range(first):
+            if turns[index].turn is data:
+                return index
+    return first
+
+
+_LOGS: weakref.WeakKeyDictionary[Any, TurnLog] = weakref.WeakKeyDictionary()
+_LOGS_LOCK = threading.Lock()
+
+
+def log_of(session: TurnPort) -> TurnLog:
+    """The turn log of ``session`` (all its SDK clients share it)."""
+    with _LOGS_LOCK:
+        log = _LOGS.get(session)
+        if log is None:
+            log = _LOGS[session] = TurnLog(session)
+        return log
