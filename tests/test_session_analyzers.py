@@ -168,7 +168,8 @@ def test_error_context_comes_right_before_run_failed_with_the_cause_chain() -> N
     assert context["error"] == {"class": "RuntimeError", "message": "the agent gave up"}
     assert context["causes"] == [{"class": "KeyError", "message": "'Nowhere'"}]
     assert [c["name"] for c in context["last_tool_calls"]] == ["lookup", "fetch"]
-    assert context["last_tool_calls"][-1]["error"] == {"class": "KeyError", "message": "'Nowhere'"}
+    error = {"class": "KeyError", "message": "'Nowhere'", "args": ["Nowhere"]}
+    assert context["last_tool_calls"][-1]["error"] == error  # args: str() quotes the key
     assert "causes" not in events[-1].data["error"]  # run.failed keeps its contract
 
 

@@ -29,6 +29,8 @@ from typing import Any, Final
 
 import orjson
 
+from .typed import json_form
+
 __all__ = [
     "encode_event",
     "encode_payload",
@@ -58,7 +60,7 @@ def json_default(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)  # pydantic v2 models
     if callable(dump):
         return dump(mode="json")
-    raise TypeError(f"cannot record a value of type {type(value).__name__}")
+    return json_form(value)  # NamedTuple, Decimal, attrs; raises TypeError for the rest
 
 
 def text_default(value: Any) -> Any:

@@ -39,3 +39,16 @@ def pytest_rollout_redact_keys(config: pytest.Config) -> Iterable[str] | None:
     """Return extra key names whose values are always redacted (case and ``-``/``_``
     insensitive, e.g. ``"x-internal-auth"``). Results of every implementation are combined.
     """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_rollout_rebuild_result(type_name: str, value: object) -> object | None:
+    """Return the object a replayed tool result stands for, or ``None`` to leave it to
+    pytest-rollout.
+
+    ``type_name`` is the ``module:qualname`` of the type the tool returned when it was
+    recorded, and ``value`` its recorded JSON value. Asked before the built-in rebuilding
+    (dataclasses, pydantic models, attrs classes, ``NamedTuple``, enums, dates, UUID,
+    ``Decimal``), so it may also take over one of those; the first result that is not
+    ``None`` is used.
+    """

@@ -1,43 +1,103 @@
-"""Tool errors as a recording holds them, and the exceptions replay raises for them."""
+"""Tool errors as a recording holds them, and the exceptions replay raises for them.
+
+A tool error is recorded as its ``class`` (the name) and ``message`` (its ``str()``), and,
+for a tool's own exception class, its ``type`` (``module:qualname``) and, when they are not
+just the message, its ``args`` (see :func:`pytest_rollout.session.exceptions.tool_error_data`).
+Replay raises the same class again when it can: a built-in exception, or a class found
+(never imported, see :func:`~pytest_rollout.replay.rebuild.resolve_class`) whose instance
+built from the recorded args has the recorded message as its ``str()``. Otherwise it raises a
+:class:`RecordedToolError` subclass named like the original class, whose ``str()`` is the
+recorded message: an agent that shows the error to its model shows the same text.
+"""
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 from collections.abc import Mapping
 from typing import Any, Final
+
+from .rebuild import UnrebuildableError, resolve_class
 
 __all__ = ["RECORDED_ERROR", "RecordedToolError", "rebuild_error"]
 
 
 class RecordedToolError(Exception):
-    """A replayed tool call whose recording says it raised an exception of a class that
-    cannot be rebuilt safely (not a built-in exception)."""
+    """A replayed tool call whose recording says it raised an exception that cannot be
+    rebuilt as itself. Raised as a subclass named like the recorded class; its ``str()`` is
+    the recorded message, ``error_class`` the recorded class name."""
 
     __module__ = "pytest_rollout"
 
     def __init__(self, error_class: str, message: str) -> None:
         self.error_class = error_class
         self.message = message
-        super().__init__(f"{error_class}: {message}")
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RecordedToolError, (self.error_class, self.message))
 
 
 #: The attribute of a rebuilt exception that holds the error as it was recorded.
 RECORDED_ERROR: Final = "rollout_recorded_error"
+#: The longest class name given to a stand-in class (a golden's text).
+_MAX_NAME: Final = 200
+
+
+@functools.lru_cache(maxsize=256)
+def _stand_in(name: str, type_name: str) -> type[RecordedToolError]:
+    """The :class:`RecordedToolError` subclass standing in for class ``name`` (the same
+    class for every error of that name, so ``except`` and ``type() is`` agree)."""
+    module, _, qualname = type_name.partition(":")
+    namespace = {"__module__": module or "pytest_rollout", "__qualname__": qualname or name}
+    return type(name, (RecordedToolError,), namespace)
+
+
+def _recorded_args(error: Mapping[str, Any], message: str) -> tuple[Any, ...]:
+    args = error.get("args")
+    return tuple(args) if isinstance(args, list) else (message,)
+
+
+def _same_class(error: Mapping[str, Any], name: str, message: str) -> BaseException | None:
+    """The recorded exception rebuilt as its own class, or ``None``: a built-in exception,
+    or an already imported ``Exception`` subclass whose ``str()`` from the recorded args is
+    the recorded message."""
+    type_name = error.get("type")
+    found: Any = getattr(builtins, name, None)
+    if isinstance(type_name, str) and not type_name.startswith("builtins:"):
+        try:
+            found = resolve_class(type_name)
+        except UnrebuildableError:
+            return None
+    if not (isinstance(found, type) and issubclass(found, Exception)):
+        return None
+    args = _recorded_args(error, message)
+    with contextlib.suppress(Exception):  # a class with another signature
+        rebuilt = found(*args)
+        if str(rebuilt) == message:
+            return rebuilt
+    if found.__module__ == "builtins":
+        with contextlib.suppress(Exception):
+            return found(message)  # as before: KeyError quotes its message
+    return None
 
 
 def rebuild_error(error: Mapping[str, Any]) -> BaseException:
-    """The exception a recorded tool error stands for: built-ins are rebuilt as themselves.
+    """The exception a recorded tool error stands for.
 
-    The exception keeps the recorded ``{class, message}`` (``RECORDED_ERROR``), so that it is
-    recorded again as it was, whatever its own ``str()`` gives (``KeyError`` quotes its
-    message; a class that could not be rebuilt is a RecordedToolError)."""
+    The exception keeps the error as recorded (``RECORDED_ERROR``), so that it is recorded
+    again as it was, whatever its own ``str()`` gives."""
     name = str(error.get("class", "Exception"))
     message = str(error.get("message", ""))
-    rebuilt: BaseException = RecordedToolError(name, message)
-    found = getattr(builtins, name, None)
-    if isinstance(found, type) and issubclass(found, Exception):
-        with contextlib.suppress(Exception):  # an exception class with another signature
-            rebuilt = found(message)
-    setattr(rebuilt, RECORDED_ERROR, {"class": name, "message": message})
+    rebuilt = _same_class(error, name, message)
+    if rebuilt is None:
+        type_name = error.get("type")
+        tag = type_name if isinstance(type_name, str) else ""
+        stand_in_name = name if name.isidentifier() and len(name) <= _MAX_NAME else "Error"
+        rebuilt = _stand_in(stand_in_name, tag[:_MAX_NAME])(name, message)
+    recorded = {k: error[k] for k in ("class", "message", "type", "args") if k in error}
+    recorded.update({"class": name, "message": message})
+    with contextlib.suppress(Exception):  # a class that takes no attributes
+        setattr(rebuilt, RECORDED_ERROR, recorded)
     return rebuilt

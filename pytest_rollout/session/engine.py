@@ -32,24 +32,21 @@ from ..format.events import (
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_STARTED,
-    TOOL_CALL_COMPLETED,
-    TOOL_CALL_STARTED,
     USAGE_DELTA,
     Event,
 )
-from ..format.jsonable import encode_event
 from ..format.jsonable import to_json_data_or_placeholder as plain
 from ..format.loader import Rollout
 from ..format.recorder import Recorder
 from ..replay.history import RequestHistory, TurnRequest
-from ..replay.recorded import Replay
-from ..replay.tool_errors import rebuild_error
+from ..replay.rebuild import RebuildHook
+from ..replay.recorded import Recording, Replay
 from ..replay.turns import Turn
 from ..sdk.pricing import PRICES, Price
 from .exceptions import causes, error_data
 from .golden import GoldenMissingError
 from .mode import Mode
-from .tools import AnnouncedCalls
+from .tool_calls import ToolCalls
 
 __all__ = ["AuditSink", "Engine"]
 
@@ -102,6 +99,7 @@ class Engine:
         prices: Mapping[str, Price] = PRICES,
         analyzers: AnalyzerOptions | None = None,
         audit: AuditSink | None = None,
+        rebuild_hook: RebuildHook | None = None,
     ) -> None:
         self.test_id = test_id
         self.mode = mode
@@ -135,7 +133,7 @@ class Engine:
         self._provider: str | None = None
         self._cost = 0.0
         self._costed = False
-        self._announced = AnnouncedCalls()
+        self.calls = ToolCalls(self, replays=self._replays, rebuild_hook=rebuild_hook)
         self._verdict: Verdict | None = None
 
     # -- the golden and its replay ------------------------------------------------
@@ -207,14 +205,23 @@ class Engine:
         """A new record of one conversation's requests, redacted the way this run is."""
         return RequestHistory(self._redact)
 
-    def serve_sdk_turn(self, request: TurnRequest) -> Mapping[str, Any]:
-        """Dry replay of an SDK request: its ``llm.turn.started``, and the recorded turn it
-        matches (or a replay divergence)."""
-        self.open_turn(request)
+    @property
+    def sdk_recording(self) -> Recording | None:
+        """The golden's turns as dry replay serves them (``None`` in other modes)."""
+        replay = self.replay if self.mode is Mode.DRY else None
+        return None if replay is None else replay.recording
+
+    def serve_sdk_turn(self, request: TurnRequest, lookahead: int = 0) -> Mapping[str, Any]:
+        """Dry replay of an SDK request: the recorded turn it matches among the open ones
+        (else its ``llm.turn.started`` and the replay divergence, raised)."""
         replay = self.replay
         assert replay is not None
-        with self._divergence_recorded():
-            return replay.next_turn(request)
+        try:
+            return replay.next_turn(request, lookahead)
+        except ReplayDivergenceError as exc:
+            self.open_turn(request)
+            self.divergence_event(exc)
+            raise
 
     def open_sdk_turn(self, request: TurnRequest) -> None:
         """An SDK request's ``llm.turn.started``."""
@@ -225,6 +232,10 @@ class Engine:
     ) -> None:
         """An SDK response, read to its end: the turn's ``llm.turn.completed``."""
         self.record_turn(turn, latency_ms, raw=dict(raw), ttft_ms=ttft_ms)
+
+    def fail_sdk_turn(self, data: Mapping[str, Any]) -> None:
+        """An error response the SDK gave up on: the turn's ``llm.turn.failed``."""
+        self.record(LLM_TURN_FAILED, dict(data))
 
     def defer(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` before the next event is recorded (a live turn whose body is
@@ -416,7 +427,7 @@ class Engine:
         if raw is not None:
             data["raw"] = raw
         self.record(LLM_TURN_COMPLETED, data)
-        self._announced.announce(turn.tool_calls)
+        self.calls.announced.announce(turn.tool_calls)
         if turn.cost_usd is not None:
             self._cost += turn.cost_usd
             self._costed = True
@@ -425,7 +436,7 @@ class Engine:
     def turn_failed(self, exc: BaseException) -> None:
         """A provider call that raised: a replay divergence, or ``llm.turn.failed``."""
         if isinstance(exc, ReplayDivergenceError):
-            self._divergence_event(exc)
+            self.divergence_event(exc)
         else:
             self.record(LLM_TURN_FAILED, {"error": error_data(exc)})
 
@@ -435,89 +446,32 @@ class Engine:
         try:
             yield
         except ReplayDivergenceError as exc:
-            self._divergence_event(exc)
+            self.divergence_event(exc)
             raise
 
-    def _divergence_event(self, error: ReplayDivergenceError) -> None:
+    def divergence_event(self, error: ReplayDivergenceError) -> None:
         d = error.divergence
         self.record(
             REPLAY_DIVERGENCE,
             {"step": self.recorder.step, "kind": d.kind.value, "detail": d.detail},
         )
 
-    # -- tool calls -----------------------------------------------------------------
+    # -- tool calls (see .tool_calls) -------------------------------------------------
+
+    def audited(self, name: str) -> bool:
+        return self._audit is not None and self._audit.is_action(name)
+
+    def audit_action(self, action: Mapping[str, Any], *, live: bool) -> None:
+        self._audit_event(AUDIT_ACTION, action, live=live)
 
     def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
-        """Record a call's start; when replaying, find its recorded answer (or raise).
-
-        The event is encoded once (:func:`encode_event`); the plain arguments are read back
-        from its bytes only for what compares or redacts them (replay, the audit trail)."""
-        if not self._start_written:
-            self.ensure_started()
-        data = self._announced.started(name, bound)
-        call_id = data["call_id"]
-        step = self.recorder.step
-        payload = encode_event(data, "arguments")
-        if payload is None:
-            self.record(TOOL_CALL_STARTED, data)
-        else:
-            self.record_encoded(TOOL_CALL_STARTED, payload)
-        replay = self.replay if self._replays else None
-        audited = self._audit is not None and self._audit.is_action(name)
-        if replay is None and not audited:
-            return call_id, step, None
-        arguments = data["arguments"] if payload is None else orjson.loads(payload)["arguments"]
-        if audited:
-            # In the audit trail only: a run's events (and so its golden) do not depend on
-            # whether the trail is on.
-            action = {"call_id": call_id, "step": step, "name": name, "arguments": arguments}
-            self._audit_event(AUDIT_ACTION, action, live=replay is None)
-        if replay is None:
-            return call_id, step, None
-        try:
-            return call_id, step, replay.answer_call(step, name, arguments)
-        except ReplayDivergenceError as exc:
-            data = {"call_id": call_id, "name": name, "error": error_data(exc), "duration_ms": 0}
-            self.record(TOOL_CALL_COMPLETED, data)
-            self._divergence_event(exc)
-            raise
+        return self.calls.tool_started(name, bound)
 
     def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
-        """The recorded answer of a replayed call: its output, or its error raised again."""
-        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": 0}
-        if call.error:
-            data["error"] = call.error
-            self.record(TOOL_CALL_COMPLETED, data)
-            raise rebuild_error(call.error)
-        data["output"] = call.output
-        self.record(TOOL_CALL_COMPLETED, data)
-        return call.output
+        return self.calls.replayed_result(name, call_id, step, call)
 
-    def tool_completed(
-        self,
-        name: str,
-        call_id: str | None,
-        t0: float,
-        *,
-        output: Any = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """A live call's ``tool.call.completed``, with its output or its error."""
-        data: dict[str, Any] = {
-            "call_id": call_id,
-            "name": name,
-            "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
-        }
-        if error is not None:
-            data["error"] = error_data(error)
-            self.record(TOOL_CALL_COMPLETED, data)
-            return
-        data["output"] = output
-        payload = encode_event(data, "output")  # encoded once, as the arguments are
-        if payload is None:
-            self.record(TOOL_CALL_COMPLETED, data)
-        else:
-            self.record_encoded(TOOL_CALL_COMPLETED, payload)
+    def tool_completed(self, name: str, call_id: str | None, t0: float, **end: Any) -> None:
+        self.calls.tool_completed(name, call_id, t0, **end)
 
     # -- the end ------------------------------------------------------------------
 

@@ -1,0 +1,149 @@
+"""The tool calls of a run: recorded live, or answered from the golden in replay.
+
+A wrapped tool (:mod:`.tools`) reports each call here: its start (which claims the call the
+model turn announced, and in replay finds the recorded answer), then its end, live or
+replayed. A replayed answer is rebuilt as the type the tool returned when it was recorded
+(:func:`~pytest_rollout.replay.rebuild.rebuild_result`), and a recorded error is raised again
+as its own class where it can be (:func:`~pytest_rollout.replay.tool_errors.rebuild_error`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import orjson
+
+from ..diff.divergence import ReplayDivergenceError
+from ..format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED
+from ..format.jsonable import encode_event
+from ..format.recorder import Recorder
+from ..format.typed import type_tag
+from ..replay.rebuild import RebuildHook, rebuild_result
+from ..replay.recorded import RecordedCall, Replay
+from ..replay.tool_errors import rebuild_error
+from .exceptions import error_data, tool_error_data
+from .tools import AnnouncedCalls
+
+__all__ = ["RunSide", "ToolCalls"]
+
+
+class RunSide(Protocol):
+    """What the tool calls need of the run they belong to (the engine)."""
+
+    recorder: Recorder
+
+    @property
+    def replay(self) -> Replay | None: ...
+
+    def ensure_started(self) -> None: ...
+
+    def record(self, event_type: str, data: Mapping[str, Any]) -> None: ...
+
+    def record_encoded(self, event_type: str, payload: bytes) -> None: ...
+
+    def audited(self, name: str) -> bool: ...
+
+    def audit_action(self, action: Mapping[str, Any], *, live: bool) -> None: ...
+
+    def divergence_event(self, error: ReplayDivergenceError) -> None: ...
+
+
+class ToolCalls:
+    """The calls of one run, as wrapped tools report them (see :class:`.tools.ToolRecorder`)."""
+
+    __slots__ = ("_announced", "_rebuild_hook", "_replays", "_run", "_started")
+
+    def __init__(self, run: RunSide, *, replays: bool, rebuild_hook: RebuildHook | None) -> None:
+        self._run = run
+        self._replays = replays
+        self._rebuild_hook = rebuild_hook
+        self._announced = AnnouncedCalls()
+        self._started = False
+
+    @property
+    def announced(self) -> AnnouncedCalls:
+        """The calls the last model turn announced, claimed as the tools are called."""
+        return self._announced
+
+    def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
+        """Record a call's start; when replaying, find its recorded answer (or raise).
+
+        The event is encoded once (:func:`encode_event`); the plain arguments are read back
+        from its bytes only for what compares or redacts them (replay, the audit trail)."""
+        run = self._run
+        if not self._started:
+            run.ensure_started()
+            self._started = True
+        data = self._announced.started(name, bound)
+        call_id = data["call_id"]
+        step = run.recorder.step
+        payload = encode_event(data, "arguments")
+        if payload is None:
+            run.record(TOOL_CALL_STARTED, data)
+        else:
+            run.record_encoded(TOOL_CALL_STARTED, payload)
+        replay = run.replay if self._replays else None
+        audited = run.audited(name)
+        if replay is None and not audited:
+            return call_id, step, None
+        arguments = data["arguments"] if payload is None else orjson.loads(payload)["arguments"]
+        if audited:
+            # In the audit trail only: a run's events (and so its golden) do not depend on
+            # whether the trail is on.
+            action = {"call_id": call_id, "step": step, "name": name, "arguments": arguments}
+            run.audit_action(action, live=replay is None)
+        if replay is None:
+            return call_id, step, None
+        try:
+            return call_id, step, replay.answer_call(step, name, arguments)
+        except ReplayDivergenceError as exc:
+            data = {"call_id": call_id, "name": name, "error": error_data(exc), "duration_ms": 0}
+            run.record(TOOL_CALL_COMPLETED, data)
+            run.divergence_event(exc)
+            raise
+
+    def replayed_result(self, name: str, call_id: str | None, step: int, call: RecordedCall) -> Any:
+        """The recorded answer of a replayed call: its output, rebuilt as the type it had,
+        or its error raised again."""
+        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": 0}
+        if call.error:
+            data["error"] = call.error
+            self._run.record(TOOL_CALL_COMPLETED, data)
+            raise rebuild_error(call.error)
+        data["output"] = call.output
+        if call.output_type is not None:
+            data["output_type"] = call.output_type
+        self._run.record(TOOL_CALL_COMPLETED, data)
+        return rebuild_result(call.output, call.output_type, self._rebuild_hook, tool=name)
+
+    def tool_completed(
+        self,
+        name: str,
+        call_id: str | None,
+        t0: float,
+        *,
+        output: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """A live call's ``tool.call.completed``, with its output (and the output's type,
+        when it is not plain JSON) or its error."""
+        data: dict[str, Any] = {
+            "call_id": call_id,
+            "name": name,
+            "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
+        }
+        if error is not None:
+            data["error"] = tool_error_data(error)
+            self._run.record(TOOL_CALL_COMPLETED, data)
+            return
+        data["output"] = output
+        tag = type_tag(output)
+        if tag is not None:
+            data["output_type"] = tag
+        payload = encode_event(data, "output")  # encoded once, as the arguments are
+        if payload is None:
+            self._run.record(TOOL_CALL_COMPLETED, data)
+        else:
+            self._run.record_encoded(TOOL_CALL_COMPLETED, payload)
