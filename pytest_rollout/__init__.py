@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .session import GoldenEditedError as GoldenEditedError
     from .session import GoldenMissingError as GoldenMissingError
     from .session import RolloutSession as RolloutSession
+    from .session.tools import UnrecordedToolsError as UnrecordedToolsError
 
 __version__ = "0.1.0"
 
@@ -92,6 +93,7 @@ __all__ = [
     "ToolCallRecord",
     "Turn",
     "UnrecordedRequestError",
+    "UnrecordedToolsError",
     "UnsafePathError",
     "WireFormatError",
     "__version__",
@@ -136,6 +138,7 @@ _LAZY: Final = {
     "ToolCallRecord": ".analysis.assertions",
     "Turn": ".replay.turns",
     "UnrecordedRequestError": ".sdk.exchange",
+    "UnrecordedToolsError": ".session.tools",
     "UnsafePathError": ".format.files",
     "WireFormatError": ".sdk.wire",
     "canonicalize": ".diff.canonical",

@@ -3,8 +3,12 @@
 A consistent run has every ``tool.call.started`` answer a call that the turn just before it
 (the most recent ``llm.turn.completed``, at the same step) announced, under the same tool
 name and with the same canonical arguments; every started call completed later in the file;
-and no ``call_id`` used twice. :func:`check` walks the events once and lists every place
-where that does not hold.
+and no ``call_id`` used twice; and every call a turn announced is made (some
+``tool.call.started`` answers it before the next turn), else the agent ran that tool outside
+``rollout.tools``, unrecorded. :func:`check` walks the events once and lists every place
+where that does not hold; :func:`unrecorded_calls` finds the last kind alone, and
+:func:`unrecorded_text` says what to do about them (the warning when recording, the failure
+of a dry replay and ``rollout check`` share its words).
 
 Arguments are compared as canonical bytes (sorted keys, exact numbers), the way replay
 matches them, so ``1`` and ``1.0`` differ. Reasons quote file content only through
@@ -16,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -24,7 +28,62 @@ from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_S
 from .canonical import arguments_hash, canonical_bytes
 from .text import value_text
 
-__all__ = ["IntegrityReport", "Mismatch", "check"]
+__all__ = [
+    "IntegrityReport",
+    "Mismatch",
+    "UnrecordedCall",
+    "check",
+    "framework_call",
+    "unrecorded_calls",
+    "unrecorded_text",
+]
+
+#: Calls a framework answers itself, never through a tool function: pydantic-ai's output
+#: tool and the Agents SDK's handoffs (their default names). They are never "unrecorded".
+_FRAMEWORK_NAMES: Final = frozenset({"final_result"})
+_FRAMEWORK_PREFIXES: Final = ("final_result_", "transfer_to_")
+
+
+def framework_call(name: Any) -> bool:
+    """Whether a call of tool ``name`` is one a framework answers itself (no tool runs)."""
+    return isinstance(name, str) and (
+        name in _FRAMEWORK_NAMES or name.startswith(_FRAMEWORK_PREFIXES)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UnrecordedCall:
+    """A call a turn announced that no recorded tool call answered: the tool ran outside
+    ``rollout.tools`` (or not at all). ``step`` and ``line`` are the announcing turn's."""
+
+    step: int
+    call_id: str | None
+    name: str
+    line: int | None = None
+
+    def reason(self) -> str:
+        """What ``rollout check`` says of it."""
+        return (
+            f"turn {self.step} announced call {self.call_id} (tool {value_text(self.name, 40)}) "
+            f"but no tool.call.started follows before the next turn"
+        )
+
+
+def unrecorded_text(calls: Sequence[UnrecordedCall]) -> str:
+    """Why calls were not recorded and how to record them: one paragraph, the same in the
+    recording's warning, a dry replay's failure and the docs."""
+    names = list(dict.fromkeys(call.name for call in calls))
+    listed = ", ".join(
+        f"{value_text(c.name, 40)} (step {c.step}, call {c.call_id})" for c in calls[:10]
+    )
+    if len(calls) > 10:
+        listed += f" and {len(calls) - 10} more"
+    wrapped = ", ".join(value_text(n, 40).strip('"') for n in names[:10])
+    return (
+        f"tool calls ran outside rollout.tools, so they were not recorded and a replay "
+        f"would run them live: {listed}. Wrap the tools and give the agent what comes back: "
+        f"tools = rollout.tools([{wrapped}])"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +176,37 @@ class _Checker:
         self.unnamed: list[_Started] = []  # started calls whose call_id is null
         self.open_unnamed: dict[bytes, deque[_Started]] = {}  # ... not yet completed, by name
         self.completions: dict[bytes, Event] = {}
+        self.waiting: dict[bytes, tuple[Any, Any]] = {}  # announced by self.turn, not made
+        self.unrecorded: list[UnrecordedCall] = []
+        self.candidates: list[tuple[Event, Any, Any]] = []  # (turn, id, name)
+        self.seen: set[bytes] = set()  # the call ids of every tool event
+
+    def close_turn(self) -> None:
+        """The calls the current turn announced that no start answered are unrecorded,
+        unless their id shows up in a tool event elsewhere (then that event is flagged)."""
+        turn = self.turn
+        if turn is None:
+            return
+        for call_id, name in self.waiting.values():
+            if not framework_call(name):
+                self.candidates.append((turn, call_id, name))
+        self.waiting = {}
+
+    def flag_unrecorded(self) -> None:
+        for turn, call_id, name in self.candidates:
+            if _key(call_id) in self.seen:
+                continue
+            name_text = name if isinstance(name, str) else _id_text(name) or "?"
+            call = UnrecordedCall(turn.step, _id_text(call_id), name_text, turn.line)
+            self.unrecorded.append(call)
+            self.flag(turn, call_id, call.reason())
 
     def flag(self, event: Event, call_id: Any, reason: str) -> None:
         mismatch = Mismatch(event.step, _id_text(call_id), event.line, reason)
         self.found.append((event.seq, len(self.found), mismatch))
 
     def on_turn(self, event: Event) -> None:
+        self.close_turn()
         self.turn = event
         self.announced = {}
         calls = event.data.get("tool_calls")
@@ -138,10 +222,13 @@ class _Checker:
                 continue
             self.announced[key] = _Announced(call.get("name"), call.get("arguments"))
             self.ever_announced.setdefault(key, event)
+            self.waiting[key] = (call_id, call.get("name"))
 
     def on_started(self, event: Event) -> None:
         data = event.data
         call_id = data.get("call_id")
+        self.made(call_id, data.get("name"))
+        self.seen.add(_key(call_id))
         if call_id is None:
             call = _Started(event)
             self.unnamed.append(call)
@@ -159,6 +246,16 @@ class _Checker:
             return
         self.started[key] = _Started(event)
         self.compare_with_announcement(event, key, call_id)
+
+    def made(self, call_id: Any, name: Any) -> None:
+        """A start answers the waiting call with its id, else the first one of its tool
+        (then it is flagged for its id, not as a tool that ran unrecorded)."""
+        if call_id is not None and self.waiting.pop(_key(call_id), None) is not None:
+            return
+        for key, (_, waiting_name) in self.waiting.items():
+            if _key(waiting_name) == _key(name):
+                del self.waiting[key]
+                return
 
     def compare_with_announcement(self, event: Event, key: bytes, call_id: Any) -> None:
         turn = self.turn
@@ -200,6 +297,7 @@ class _Checker:
     def on_completed(self, event: Event) -> None:
         data = event.data
         call_id = data.get("call_id")
+        self.seen.add(_key(call_id))
         if call_id is None:
             # Pair with the oldest open null-id call of the same name: its start is already
             # flagged, and that call is not left "never completed".
@@ -239,6 +337,10 @@ class _Checker:
             )
 
     def finish(self) -> None:
+        # The last turn's calls, never made: the run stopped there (an agent that reads only
+        # the text of its last turn), which is not a tool run outside rollout.tools.
+        self.waiting = {}
+        self.flag_unrecorded()
         for call in [*self.started.values(), *self.unnamed]:
             if not call.completed:
                 self.flag(
@@ -252,12 +354,7 @@ class _Checker:
         return tuple(mismatch for _, _, mismatch in sorted(self.found, key=lambda f: f[:2]))
 
 
-def check(events: Sequence[Event]) -> IntegrityReport:
-    """Check the tool calls of a run against the turns that announced them (docs/cli.md).
-
-    Mismatches are listed in file order; several can share a line (a call with another
-    name and other arguments than announced is two).
-    """
+def _walk(events: Sequence[Event]) -> _Checker:
     checker = _Checker()
     for event in events:
         kind = event.type
@@ -268,6 +365,22 @@ def check(events: Sequence[Event]) -> IntegrityReport:
         elif kind == TOOL_CALL_COMPLETED:
             checker.on_completed(event)
     checker.finish()
+    return checker
+
+
+def unrecorded_calls(events: Sequence[Event]) -> list[UnrecordedCall]:
+    """The calls turns announced that no recorded tool call answered, in file order (the
+    calls a framework answers itself left out: :func:`framework_call`)."""
+    return _walk(events).unrecorded
+
+
+def check(events: Sequence[Event]) -> IntegrityReport:
+    """Check the tool calls of a run against the turns that announced them (docs/cli.md).
+
+    Mismatches are listed in file order; several can share a line (a call with another
+    name and other arguments than announced is two).
+    """
+    checker = _walk(events)
     return IntegrityReport(
         events=len(events),
         steps=events[-1].step if events else 0,

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import os
 import shlex
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
@@ -20,7 +21,8 @@ import pytest
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
 from ..diff.divergence import caused_by_divergence
 from ..diff.failure import render_headline, render_verdict
-from ..errors import RolloutError
+from ..diff.integrity import unrecorded_calls, unrecorded_text
+from ..errors import RolloutError, RolloutWarning
 from ..format.files import WriteRoot
 from ..format.loader import Rollout, loads, read_rollout_bytes
 from ..format.recorder import Recorder
@@ -37,6 +39,7 @@ from ..session.golden import (
     recover_pair,
     write_golden_and_receipt,
 )
+from ..session.tools import UnrecordedToolsError
 from ..view.report import ReportItem
 from .paths import display, named_golden
 from .settings import HookSettings, MarkerOptions, Settings
@@ -98,7 +101,7 @@ class TestRuns:
     def redactor_for(self, mode: RedactionMode, hooks: HookSettings = _NO_HOOKS) -> Redactor:
         """The redactor of ``mode`` with the ini key's rules and what the test's hooks add
         (built once for each combination: compiling the rules is not free)."""
-        key = (mode, dataclasses.replace(hooks, ignore=()))
+        key = (mode, dataclasses.replace(hooks, ignore=(), rebuild=None))
         found = self._redactors.get(key)
         if found is None:
             s = self.settings
@@ -190,6 +193,9 @@ class TestRuns:
                 golden = self._verified_golden(item, path, redactor)
             except RolloutError as exc:
                 golden_error = exc
+        if mode is Mode.DRY and golden is not None:
+            golden_error = self._unrecorded_refusal(item, path, golden)
+            golden = None if golden_error is not None else golden
         run_id = new_run_id()
         run_path, budget, run_root = self._run_path(path, run_id)
         allow = marker.allow_unconsumed
@@ -209,6 +215,7 @@ class TestRuns:
             prices=s.prices,
             analyzers=analyzers,
             audit=None if self.plugin.audit is None else self.plugin.audit.sink,
+            rebuild_hook=hooks.rebuild,
         )
         item.stash[ENGINE_KEY] = session.engine
         return session
@@ -225,6 +232,24 @@ class TestRuns:
             self._seal(path, data, redactor)
             self.tally.counts["resealed"] += 1
         return rollout
+
+    def _unrecorded_refusal(
+        self, item: pytest.Item, path: Path, golden: Rollout
+    ) -> UnrecordedToolsError | None:
+        """A golden whose tool calls were not recorded: in dry replay those tools would run
+        live, so the test fails (or, ``rollout_unrecorded_tools = warn``, is warned)."""
+        calls = unrecorded_calls(golden.events)
+        if not calls:
+            return None
+        text = f"{self._display(path)}: {unrecorded_text(calls)}"
+        if not self.settings.fail_unrecorded:
+            warnings.warn(RolloutWarning(text), stacklevel=1)
+            return None
+        return UnrecordedToolsError(
+            f"{text}\nThis dry replay would run them live, so it stops here. Wrap them, then "
+            f"re-record: pytest --rollout-record {shlex.quote(item.nodeid)} (or set "
+            f"rollout_unrecorded_tools = warn to let them run live)"
+        )
 
     def _seal(self, path: Path, data: bytes, redactor: Redactor) -> None:
         receipt = make_receipt(
@@ -245,6 +270,8 @@ class TestRuns:
                 self._keep(item, engine)
         finally:
             item.stash.__delitem__(ENGINE_KEY)
+        if engine.used and engine.mode in (Mode.RECORD, Mode.FULL):
+            _warn_unrecorded(engine)
 
     def _account(self, item: pytest.Item, engine: Engine) -> None:
         """Charge the capture budget, and say when the run could not be saved."""
@@ -395,6 +422,18 @@ class TestRuns:
             report.sections.append(("rollout: this run left its golden", text))
 
 
+def _warn_unrecorded(engine: Engine) -> None:
+    """Name the tools whose calls the run announced but never recorded (they ran outside
+    ``rollout.tools``): said once the test is over, so that a warning turned into an error
+    (``-W error``) never breaks the agent in the middle of its run."""
+    try:
+        calls = unrecorded_calls(engine.events())
+    except RolloutError:
+        return
+    if calls:
+        warnings.warn(RolloutWarning(unrecorded_text(calls)), stacklevel=2)
+
+
 def asserted(excinfo: pytest.ExceptionInfo[BaseException] | None, headline: str) -> bool:
     """Whether ``excinfo`` is an ``AssertionError`` explained by a report with ``headline``."""
     return (
@@ -424,7 +463,8 @@ def report_call(
     excinfo: pytest.ExceptionInfo[BaseException] | None,
 ) -> None:
     """Put the right report of a test that used the ``rollout`` fixture in ``report``."""
-    if excinfo is not None and isinstance(excinfo.value, GoldenMissingError | GoldenEditedError):
+    refused = GoldenMissingError | GoldenEditedError | UnrecordedToolsError
+    if excinfo is not None and isinstance(excinfo.value, refused):
         report.longrepr = str(excinfo.value)
     elif report.failed and runs._failed_on_golden(engine, excinfo):
         # pytest cuts assertion explanations to a few lines outside CI; the report is

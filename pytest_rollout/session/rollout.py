@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from ..analysis.analyzers import AnalyzerOptions, Antipattern, find_antipatterns, parse_analyzers
 from ..analysis.assertions import (
@@ -30,12 +30,15 @@ from ..replay.fork import fork as fork_run
 from ..replay.recorded import RecordedProvider
 from ..sdk import clients as sdk
 from .engine import Engine
+from .frameworks import ACCEPTED, wrap_tools
 from .golden import GoldenRef
 from .mode import Mode, RunHandle
 from .provider import ProviderProxy
-from .tools import wrap_tool
+from .tools import UnrecordedToolsError, wrap_tool
 
 __all__ = ["RolloutSession"]
+
+_T = TypeVar("_T")
 
 
 class RolloutSession:
@@ -52,6 +55,7 @@ class RolloutSession:
 
     def provider(self, live: Any = None) -> ProviderProxy:
         """Wrap a provider: live when recording, the golden's turns in dry replay."""
+        self._refuse_unrecorded()
         engine = self.engine
         if engine.mode is Mode.DRY:
             replay = engine.replay
@@ -71,6 +75,7 @@ class RolloutSession:
 
     def recorded_provider(self) -> ProviderProxy:
         """A provider serving this test's golden turns (what ``recorded_provider`` gives)."""
+        self._refuse_unrecorded()
         engine = self.engine
         replay = engine.replay
         if replay is None:
@@ -81,12 +86,51 @@ class RolloutSession:
         engine.adopt_golden_identity()
         return ProviderProxy(engine, RecordedProvider(replay), replayed=True)
 
-    def tools(self, mapping: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
-        """Wrap tools: each call is recorded, and answered from the golden when replaying."""
+    @overload
+    def tools(self, tools: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]: ...
+
+    @overload
+    def tools(self, tools: list[_T]) -> list[_T]: ...
+
+    @overload
+    def tools(self, tools: tuple[_T, ...]) -> tuple[_T, ...]: ...
+
+    def tools(self, tools: Any) -> Any:
+        """Wrap tools: each call is recorded, and answered from the golden when replaying.
+
+        Takes a mapping of names to functions (gives a dict), or a list or tuple (gives
+        the same kind) of plain functions, named by ``__name__``, and framework tools:
+        Agents SDK ``FunctionTool``, LangChain tools, pydantic-ai ``Tool`` and
+        ``FunctionToolset``, each given back as an object of its class with the same name,
+        description and schema (docs/frameworks.md).
+        """
+        self._refuse_unrecorded()
         engine = self.engine
-        wrapped = {name: wrap_tool(engine, name, fn) for name, fn in mapping.items()}
-        engine.tool_names.extend(n for n in mapping if n not in engine.tool_names)
+        if isinstance(tools, Mapping):
+            wrapped: Any = {name: wrap_tool(engine, name, fn) for name, fn in tools.items()}
+            names = list(tools)
+        elif isinstance(tools, list | tuple):
+            found, names = wrap_tools(engine, tools)
+            wrapped = found if isinstance(tools, list) else tuple(found)
+        else:
+            raise TypeError(
+                f"rollout.tools() takes a list or a mapping, got a "
+                f"{type(tools).__module__}.{type(tools).__qualname__}; it takes {ACCEPTED}"
+            )
+        engine.tool_names.extend(n for n in dict.fromkeys(names) if n not in engine.tool_names)
         return wrapped
+
+    def _refuse_unrecorded(self) -> None:
+        """In dry replay of a golden with unrecorded tool calls (``rollout_unrecorded_tools
+        = fail``): fail at once, before the agent's tools can run live."""
+        engine = self.engine
+        if engine.mode is Mode.DRY and engine.golden is None:
+            try:
+                engine.require_golden()
+            except UnrecordedToolsError:
+                raise
+            except RolloutError:
+                pass
 
     # -- SDK clients ----------------------------------------------------------------
 
@@ -94,27 +138,33 @@ class RolloutSession:
         """An ``openai.OpenAI`` client built with ``client_kwargs``, its requests recorded
         (and answered from the golden in dry replay). ``transport`` is the live transport
         (default: the network)."""
+        self._refuse_unrecorded()
         return sdk.client(self.engine, "openai", "OpenAI", transport, client_kwargs)
 
     def async_openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """``openai.AsyncOpenAI``, as :meth:`openai`."""
+        self._refuse_unrecorded()
         return sdk.client(self.engine, "openai", "AsyncOpenAI", transport, client_kwargs)
 
     def anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """An ``anthropic.Anthropic`` client, as :meth:`openai`."""
+        self._refuse_unrecorded()
         return sdk.client(self.engine, "anthropic", "Anthropic", transport, client_kwargs)
 
     def async_anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """``anthropic.AsyncAnthropic``, as :meth:`openai`."""
+        self._refuse_unrecorded()
         return sdk.client(self.engine, "anthropic", "AsyncAnthropic", transport, client_kwargs)
 
     def http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """An HTTP client (``httpx2.Client``, else ``httpx.Client``) whose model requests
         are recorded and replayed: for SDK clients and framework providers built by hand."""
+        self._refuse_unrecorded()
         return sdk.http_client(self.engine, transport, client_kwargs, asynchronous=False)
 
     def async_http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """The ``AsyncClient`` counterpart of :meth:`http_client`."""
+        self._refuse_unrecorded()
         return sdk.http_client(self.engine, transport, client_kwargs, asynchronous=True)
 
     # -- the run --------------------------------------------------------------------
@@ -123,6 +173,7 @@ class RolloutSession:
     def run(self, prompt: Any = None, **meta: Any) -> Iterator[RunHandle]:
         """Bracket the agent run: ``run.started`` on entry, ``run.completed`` or
         ``run.failed`` on exit (the exception still propagates)."""
+        self._refuse_unrecorded()
         self.engine.start(prompt, meta)
         handle = RunHandle()
         try:

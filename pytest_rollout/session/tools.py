@@ -7,22 +7,53 @@ each shape once and keeps where every argument goes: later calls of that shape o
 their values into place.
 
 A call answers a tool call its model turn announced: :class:`AnnouncedCalls` finds which,
-by name and arguments, to record the announced call id with it.
+by name and arguments, to record the announced call id with it. The calls a turn announced
+that no wrapped tool answered before the next turn (or the run's end) ran outside
+``rollout.tools``: :class:`AnnouncedCalls` gives them back.
+
+A tool's context parameter (pydantic-ai's ``RunContext``, the Agents SDK's
+``RunContextWrapper`` or ``ToolContext``, first in the signature) is never recorded: the
+model did not announce it. :func:`call_recorded` and :func:`acall_recorded` record one call
+whose arguments are known already (a framework's tool wrappers, ``session/frameworks/``).
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any, Final, Protocol
 
+from ..errors import RolloutError
 from ..format.jsonable import snapshot, snapshot_value
 from ..replay.turns import ToolCall
 
-__all__ = ["AnnouncedCalls", "Binder", "ToolRecorder", "bind_arguments", "wrap_tool"]
+__all__ = [
+    "AnnouncedCalls",
+    "Binder",
+    "ToolRecorder",
+    "UnrecordedToolsError",
+    "acall_recorded",
+    "bind_arguments",
+    "call_recorded",
+    "context_first",
+    "wrap_tool",
+]
+
+#: The annotations of a framework's context parameter (matched by name, so that no framework
+#: is imported to recognise one).
+_CONTEXT_TYPES: Final = frozenset({"RunContext", "RunContextWrapper", "ToolContext"})
+
+
+class UnrecordedToolsError(RolloutError):
+    """A golden whose turns announced tool calls that were never recorded: in dry replay
+    those tools would run live, so the test is not replayed (``rollout_unrecorded_tools``)."""
+
+    __module__ = "pytest_rollout"
+
 
 #: Where a recorded argument comes from: its name, then a positional argument's index, a
 #: keyword's name, or (a ``*args`` parameter) the index its positional arguments start at.
@@ -176,16 +207,25 @@ class _Announced:
 class AnnouncedCalls:
     """The tool calls the last turn announced, each claimed by the first call that answers
     it: the first unclaimed one with the same name and arguments (as plain data), else
-    (arguments changed on the way) the same name."""
+    (arguments changed on the way) the same name.
 
-    __slots__ = ("_calls",)
+    Calls are claimed under a lock: a framework may run a turn's calls on threads
+    (LangGraph's ``ToolNode``). Calls left unclaimed when the next turn comes ran outside
+    ``rollout.tools``: the plugin names them once the test is over, from the recorded events
+    (:func:`~pytest_rollout.diff.integrity.unrecorded_calls`).
+    """
+
+    __slots__ = ("_calls", "_lock")
 
     def __init__(self) -> None:
         self._calls: list[_Announced] = []
+        self._lock = threading.Lock()
 
     def announce(self, calls: Iterable[ToolCall]) -> None:
         """A turn's tool calls (those of the turn before are forgotten)."""
-        self._calls = [_Announced(c.id, c.name, *snapshot(c.arguments)) for c in calls]
+        announced = [_Announced(c.id, c.name, *snapshot(c.arguments)) for c in calls]
+        with self._lock:
+            self._calls = announced
 
     def started(self, name: str, bound: Mapping[str, Any]) -> dict[str, Any]:
         """The ``tool.call.started`` data of a call: the id of the announced call it
@@ -194,7 +234,9 @@ class AnnouncedCalls:
         if not any(not call.claimed and call.name == name for call in self._calls):
             return {"call_id": None, "name": name, "arguments": bound}
         part, wrapped = snapshot(bound)
-        return {"call_id": self._claim(name, part, wrapped), "name": name, "arguments": part}
+        with self._lock:
+            call_id = self._claim(name, part, wrapped)
+        return {"call_id": call_id, "name": name, "arguments": part}
 
     def _claim(self, name: str, part: Any, wrapped: bytes | None) -> str | None:
         plain: list[Any] = []  # the call's plain arguments, once read back
@@ -209,13 +251,83 @@ class AnnouncedCalls:
         return None
 
 
-def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` recorded as tool ``name``: sync or async, as ``fn`` is."""
+def _context_annotation(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.partition("[")[0].rpartition(".")[2] in _CONTEXT_TYPES
+    origin = getattr(annotation, "__origin__", annotation)
+    return getattr(origin, "__name__", None) in _CONTEXT_TYPES
+
+
+def context_first(signature: inspect.Signature | None) -> bool:
+    """Whether the first parameter of ``signature`` is a framework's run context."""
+    if signature is None or not signature.parameters:
+        return False
+    first = next(iter(signature.parameters.values()))
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return first.kind in positional and _context_annotation(first.annotation)
+
+
+def call_recorded(
+    engine: ToolRecorder, name: str, arguments: Mapping[str, Any], run: Callable[[], Any]
+) -> Any:
+    """One call of tool ``name`` with ``arguments``: recorded around ``run()``, or answered
+    from the golden without running it."""
+    call_id, step, replayed = engine.tool_started(name, arguments)
+    if replayed is not None:
+        return engine.replayed_result(name, call_id, step, replayed)
+    t0 = time.perf_counter()
+    try:
+        result = run()
+    except Exception as exc:
+        engine.tool_completed(name, call_id, t0, error=exc)
+        raise
+    engine.tool_completed(name, call_id, t0, output=result)
+    return result
+
+
+async def acall_recorded(
+    engine: ToolRecorder,
+    name: str,
+    arguments: Mapping[str, Any],
+    run: Callable[[], Awaitable[Any]],
+) -> Any:
+    """:func:`call_recorded` of a coroutine: ``run()`` is awaited."""
+    call_id, step, replayed = engine.tool_started(name, arguments)
+    if replayed is not None:
+        return engine.replayed_result(name, call_id, step, replayed)
+    t0 = time.perf_counter()
+    try:
+        result = await run()
+    except Exception as exc:
+        engine.tool_completed(name, call_id, t0, error=exc)
+        raise
+    engine.tool_completed(name, call_id, t0, output=result)
+    return result
+
+
+def _binder(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
+    """How a call of ``fn`` becomes its recorded arguments (its context left out)."""
     try:
         signature: inspect.Signature | None = inspect.signature(fn)
     except (TypeError, ValueError):
         signature = None
-    bind = Binder(signature)
+    if not context_first(signature):
+        return Binder(signature)
+    assert signature is not None
+    first, *rest = signature.parameters.values()
+    bind = Binder(signature.replace(parameters=rest))
+
+    def without_context(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if args:
+            return bind(args[1:], kwargs)
+        return bind(args, {k: v for k, v in kwargs.items() if k != first.name})
+
+    return without_context
+
+
+def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` recorded as tool ``name``: sync or async, as ``fn`` is."""
+    bind = _binder(fn)
 
     if inspect.iscoroutinefunction(fn):
 

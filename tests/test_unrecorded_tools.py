@@ -1,0 +1,170 @@
+"""Tools that ran outside ``rollout.tools`` are named: a warning when recording, a failure
+(or, ``rollout_unrecorded_tools = warn``, a warning) in dry replay, a line in ``rollout check``.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Final
+
+import pytest
+from plugin_agent import IN_PROCESS
+
+from pytest_rollout.cli import main as rollout_main
+from pytest_rollout.diff.integrity import unrecorded_calls, unrecorded_text
+from pytest_rollout.format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    RUN_COMPLETED,
+    RUN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+)
+from pytest_rollout.format.loader import loads
+from pytest_rollout.format.recorder import Recorder
+
+HERE: Final = Path(__file__).parent
+
+CONFTEST: Final = """
+import os
+
+import httpx2
+import pytest
+from fake_models import Call, FakeModel, Say, offline_transport
+
+
+@pytest.fixture(autouse=True)
+def fake_service(monkeypatch):
+    if os.environ.get("MODEL_OFFLINE"):
+        transport = offline_transport()
+    else:
+        script = [Call("get_weather", {"city": "Paris"}), Say("Sunny.")]
+        transport = FakeModel("openai.chat", script).transport()
+    monkeypatch.setattr(httpx2, "HTTPTransport", lambda **_: transport)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+"""
+
+#: An agent whose tool is called directly, never through rollout.tools.
+UNWRAPPED: Final = """
+import json
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+def get_weather(city):
+    return {"city": city, "sky": "sunny"}
+
+
+def test_weather(rollout, golden):
+    client = rollout.openai()
+    messages = [{"role": "user", "content": "Weather in Paris?"}]
+    with rollout.run(prompt="Weather in Paris?") as run:
+        while True:
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, tools=TOOLS
+            )
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                run.output = message.content
+                break
+            messages.append(
+                {"role": "assistant", "tool_calls": [c.to_dict() for c in message.tool_calls]}
+            )
+            for call in message.tool_calls:
+                result = get_weather(**json.loads(call.function.arguments))
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+                )
+    assert rollout == golden
+"""
+
+TEXT: Final = (
+    "tool calls ran outside rollout.tools, so they were not recorded and a replay would run "
+    'them live: "get_weather" (step 1, call call_*). Wrap the tools and give the agent what '
+    "comes back: tools = rollout.tools([get_weather])"
+)
+
+
+def _glob(text: str) -> str:
+    """``text`` as an fnmatch pattern matching itself (``[`` is a class there)."""
+    return text.replace("[", "[[]")
+
+
+def _project(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        fake_models=(HERE / "fake_models.py").read_text(encoding="utf-8"),
+        conftest=CONFTEST,
+        test_unwrapped_weather=UNWRAPPED,
+    )
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    shown = ("-W", "always::pytest_rollout.RolloutWarning")  # this suite turns warnings to errors
+    return pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", *shown, *args)
+
+
+def test_recording_warns_naming_the_unwrapped_tool_and_replay_fails_with_the_same_text(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(pytester)
+    recorded = _run(pytester, "--rollout-record")
+    recorded.assert_outcomes(passed=1, warnings=1)
+    recorded.stdout.fnmatch_lines(["*RolloutWarning: " + _glob(TEXT)])
+
+    golden = pytester.path / "golden" / "test_unwrapped_weather" / "test_weather.jsonl"
+    out = io.StringIO()
+    assert rollout_main(["check", str(golden)], out=out) == 1
+    assert "turn 1 announced call call_" in out.getvalue()
+    assert '(tool "get_weather") but no tool.call.started follows before the next turn' in (
+        out.getvalue()
+    )
+
+    monkeypatch.setenv("MODEL_OFFLINE", "1")
+    replayed = _run(pytester)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            "golden/test_unwrapped_weather/test_weather.jsonl: " + _glob(TEXT),
+            "This dry replay would run them live, so it stops here. Wrap them, then re-record: "
+            "pytest --rollout-record test_unwrapped_weather.py::test_weather (or set "
+            "rollout_unrecorded_tools = warn to let them run live)",
+        ]
+    )
+
+    pytester.makeini("[pytest]\nrollout_unrecorded_tools = warn\n")
+    warned = _run(pytester)
+    warned.assert_outcomes(passed=1, warnings=1)
+    warned.stdout.fnmatch_lines(
+        ["*RolloutWarning: golden/test_unwrapped_weather/test_weather.jsonl: " + _glob(TEXT)]
+    )
+
+
+def test_a_bad_unrecorded_tools_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nrollout_unrecorded_tools = sometimes\n")
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = _run(pytester)
+    result.stderr.fnmatch_lines(
+        ["*rollout_unrecorded_tools must be fail or warn, got 'sometimes'*"]
+    )
+
+
+def _turn(recorder: Recorder, *calls: tuple[str, str]) -> None:
+    recorder.emit(LLM_TURN_STARTED, {"messages": [], "messages_hash": "h"})
+    announced = [{"id": call_id, "name": name, "arguments": {}} for call_id, name in calls]
+    recorder.emit(LLM_TURN_COMPLETED, {"content": None, "tool_calls": announced})
+
+
+def test_a_call_never_made_before_the_next_turn_is_unrecorded_but_not_the_last_turns() -> None:
+    recorder = Recorder()
+    recorder.emit(RUN_STARTED, {})
+    _turn(recorder, ("c1", "get_weather"), ("c2", "lookup"))
+    recorder.emit(TOOL_CALL_STARTED, {"call_id": "c1", "name": "get_weather", "arguments": {}})
+    recorder.emit(TOOL_CALL_COMPLETED, {"call_id": "c1", "name": "get_weather", "output": 1})
+    _turn(recorder, ("c3", "final_result"))  # answered by the framework itself
+    _turn(recorder, ("c4", "get_time"))  # the run stops here: never made, not unrecorded
+    recorder.emit(RUN_COMPLETED, {"outcome": "completed"})
+    calls = unrecorded_calls(loads(recorder.getvalue()).events)
+    assert [(c.name, c.call_id, c.step) for c in calls] == [("lookup", "c2", 1)]
+    assert "rollout.tools([lookup])" in unrecorded_text(calls)
