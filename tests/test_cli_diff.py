@@ -108,9 +108,9 @@ WINNER_LINE = (
 )
 EXPECTED_REGRESSION = (
     """\
-Run A: 2 steps, $0.0325
-Run B: 2 steps, $0.04
-Steps: 1 identical, 2 diverged, 0 only in A, 0 only in B
+Run A: steps 0-2, $0.0325
+Run B: steps 0-2, $0.04
+Steps 0-2: 1 identical, 2 diverged, 0 only in A, 0 only in B
 """
     + WINNER_LINE
     + """
@@ -135,9 +135,9 @@ First divergence at step 1 (diverged)
 )
 
 EXPECTED_IDENTICAL = """\
-Run A: 2 steps, $0.0325
-Run B: 2 steps, $0.0325
-Steps: 3 identical, 0 diverged, 0 only in A, 0 only in B
+Run A: steps 0-2, $0.0325
+Run B: steps 0-2, $0.0325
+Steps 0-2: 3 identical, 0 diverged, 0 only in A, 0 only in B
 Winner: Tie (0-0 — nothing separates them)
 """
 
@@ -168,9 +168,9 @@ def test_diff_the_other_way_round(golden: Path, regressed: Path) -> None:
     code, out = diff(regressed, golden)
     assert code == 1
     assert out.splitlines()[:4] == [
-        "Run A: 2 steps, $0.04",
-        "Run B: 2 steps, $0.0325",
-        "Steps: 1 identical, 2 diverged, 0 only in A, 0 only in B",
+        "Run A: steps 0-2, $0.04",
+        "Run B: steps 0-2, $0.0325",
+        "Steps 0-2: 1 identical, 2 diverged, 0 only in A, 0 only in B",
         "Winner: B (5-0 — outcome: A failed where B completed; errors: A 1 vs B 0; "
         "cost: A $0.04 vs B $0.0325)",
     ]
@@ -194,9 +194,9 @@ def test_diff_when_only_content_differs(tmp_path: Path) -> None:
     )
     assert diff(a, b) == (
         1,
-        "Run A: 1 step, $0.001\n"
-        "Run B: 1 step, $0.003\n"
-        "Steps: 1 identical, 1 diverged, 0 only in A, 0 only in B\n"
+        "Run A: steps 0-1, $0.001\n"
+        "Run B: steps 0-1, $0.003\n"
+        "Steps 0-1: 1 identical, 1 diverged, 0 only in A, 0 only in B\n"
         "Winner: A (1-0 — cost: A $0.001 vs B $0.003)\n"
         "\n"
         "First divergence at step 1 (diverged)\n"
@@ -231,9 +231,9 @@ def test_diff_with_an_extra_step(tmp_path: Path) -> None:
     assert code == 1
     lines = out.splitlines()
     assert lines[:4] == [
-        "Run A: 1 step, cost unknown",
-        "Run B: 2 steps, cost unknown",
-        "Steps: 1 identical, 1 diverged, 0 only in A, 1 only in B",
+        "Run A: steps 0-1, cost unknown",
+        "Run B: steps 0-2, cost unknown",
+        "Steps 0-2: 1 identical, 1 diverged, 0 only in A, 1 only in B",
         "Winner: A (1-0 — steps: A 1 vs B 2)",
     ]
     assert lines[5] == "First divergence at step 1 (diverged)"
@@ -262,7 +262,7 @@ def test_ignore_and_drop_key_options(tmp_path: Path) -> None:
         "--ignore", "tool.call.completed:output.at", "--drop-key", "req", str(a), str(b)
     )
     assert code == 0
-    assert "Steps: 2 identical, 0 diverged" in out
+    assert "Steps 0-1: 2 identical, 0 diverged" in out
     # A path scoped to another type does not apply.
     assert diff("--ignore", "llm.turn.completed:output.at", "--drop-key", "req", a, b)[0] == 1
     assert diff("--ignore", "**.at", "--ignore", "**.req", a, b)[0] == 0
@@ -407,7 +407,7 @@ def test_hostile_rollouts_print_safely(tmp_path: Path) -> None:
     assert "#\\x23[group]" in out
     # Every line is one of ours: nothing from the files started a line of its own.
     assert all(
-        line == "" or line.startswith(("Run ", "Steps: ", "Winner: ", "First divergence", "  "))
+        line == "" or line.startswith(("Run ", "Steps ", "Winner: ", "First divergence", "  "))
         for line in lines
     )
 

@@ -103,10 +103,11 @@ def show(*args: str | Path) -> tuple[int, str]:
 
 TOTALS = """\
 Totals (whole run):
-  steps: 3, turns: 3
+  steps: 0-3, turns: 3
   tool calls: get_weather x2, convert x1
   errors: 0
   tokens: 150 in, 36 out
+  output speed: 40.0 tokens/s
   cost: $0.0055
   outcome: completed
 """
@@ -117,19 +118,21 @@ step  seq  type                 detail
    0    0  run.started          model="gpt-x" prompt="Paris or Atlantis?"
    1    1  llm.turn.started     1 new message, last user: "Paris or Atlantis?"
    1    2  llm.turn.completed   "Checking both." -> get_weather(city="Paris"), \
-get_weather(city="Atlantis")
+get_weather(city="Atlantis")  (12 tokens out in 300 ms, 40.0 tokens/s)
    1    3  usage.delta          {"cumulative_cost_usd":0.001}
    1    4  tool.call.started    get_weather(city="Paris")
    1    5  tool.call.started    get_weather(city="Atlantis")
    1    6  tool.call.completed  get_weather -> {"t":18}
    1    7  tool.call.completed  get_weather raised LookupError: no station for 'Atlantis'
    2    8  llm.turn.started     1 new message, last tool: "18"
-   2    9  llm.turn.completed   -> convert(celsius=18, to="F")
+   2    9  llm.turn.completed   -> convert(celsius=18, to="F")  \
+(12 tokens out in 300 ms, 40.0 tokens/s)
    2   10  usage.delta          {"cumulative_cost_usd":0.003}
    2   11  tool.call.started    convert(celsius=18, to="F")
    2   12  tool.call.completed  convert -> 64.4
    3   13  llm.turn.started     1 new message, last tool: "64.4"
-   3   14  llm.turn.completed   "Paris: 64.4F. Atlantis: no station."
+   3   14  llm.turn.completed   "Paris: 64.4F. Atlantis: no station."  \
+(12 tokens out in 300 ms, 40.0 tokens/s)
    3   15  usage.delta          {"cumulative_cost_usd":0.0055}
    3   16  run.completed        outcome="completed" output="Paris: 64.4F. Atlantis: no station."
 
@@ -168,7 +171,8 @@ def test_step_filter(trip: Path) -> None:
     assert out.splitlines()[:7] == [
         "step  seq  type                 detail",
         '   2    8  llm.turn.started     1 new message, last tool: "18"',
-        '   2    9  llm.turn.completed   -> convert(celsius=18, to="F")',
+        '   2    9  llm.turn.completed   -> convert(celsius=18, to="F")'
+        "  (12 tokens out in 300 ms, 40.0 tokens/s)",
         '   2   10  usage.delta          {"cumulative_cost_usd":0.003}',
         '   2   11  tool.call.started    convert(celsius=18, to="F")',
         "   2   12  tool.call.completed  convert -> 64.4",

@@ -60,7 +60,7 @@ TOOL_CALL_MISMATCH_REPORT = [
     "  Difference (event 4 of the step):",
     '    data.arguments.city: "Paris" -> "PARIS"',
     "  After it: 1 more step differs (1 only in golden)",
-    "Steps: 1 identical, 1 diverged, 1 only in golden, 0 only in this run",
+    "Steps 0-2: 1 identical, 1 diverged, 1 only in golden, 0 only in this run",
     "Score: golden wins 4-2: outcome (this run failed where golden completed), "
     "errors (golden 0 vs this",
     "    run 1); this run takes cost (golden $0.0008 vs this run $0.00025), "

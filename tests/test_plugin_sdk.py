@@ -164,13 +164,14 @@ def test_an_sdk_agent_records_replays_offline_and_reports_a_changed_prompt(
     result = _run(pytester)
     result.assert_outcomes(failed=1)
     report = failure_sections(result)["test_agent"]
+    # The run started with another prompt: step 0 leads, replay's refusal follows it.
     assert (
         report[0]
-        == "this run left its golden at step 1: prompt_mismatch (attributed to the harness)"
+        == "this run left its golden at step 0: setup_mismatch (attributed to the harness)"
     )
-    assert report[2].startswith(
-        "Divergence: the request differs from the recorded one at messages[1].content"
-    )
+    assert report[2] == "Divergence: first difference in data.prompt"
+    assert report[3].startswith("  then prompt_mismatch at step 1: the request differs")
+    assert "First divergence at step 0 (diverged)" in report
     assert "the live model was called during replay" not in result.stdout.str()
 
 
@@ -184,11 +185,12 @@ def test_the_failure_report_of_a_changed_prompt(
     result = _run(pytester)
     result.assert_outcomes(failed=1)
     assert failure_sections(result)["test_agent"] == [
-        "this run left its golden at step 1: prompt_mismatch (attributed to the harness)",
+        "this run left its golden at step 0: setup_mismatch (attributed to the harness)",
         "Golden: golden/test_agent/test_agent.jsonl",
-        "Divergence: the request differs from the recorded one at messages[1].content: "
-        "recorded …t is the",
-        '    weather in Paris?", got …t is the weather in Oslo?"',
+        "Divergence: first difference in data.prompt",
+        "  then prompt_mismatch at step 1: the request differs from the recorded one at "
+        "messages[1].content:",
+        '      recorded …t is the weather in Paris?", got …t is the weather in Oslo?"',
         "First divergence at step 0 (diverged)",
         "  golden did:",
         '  > run.started  model="gpt-4o-mini" prompt="What is the weather in Paris?"',
@@ -197,7 +199,7 @@ def test_the_failure_report_of_a_changed_prompt(
         "  Difference (event 1 of the step):",
         '    data.prompt: …t is the weather in Paris?" -> …t is the weather in Oslo?"',
         "  After it: 2 more steps differ (1 diverged, 1 only in golden)",
-        "Steps: 0 identical, 2 diverged, 1 only in golden, 0 only in this run",
+        "Steps 0-2: 0 identical, 2 diverged, 1 only in golden, 0 only in this run",
         "Score: golden wins 4-1: outcome (this run failed where golden completed), errors "
         "(golden 0 vs this",
         "    run 1); this run takes steps (golden 2 vs this run 1)",

@@ -166,7 +166,7 @@ ARGUMENT_REPORT = [
     "  Difference (event 4 of the step):",
     '    data.arguments.city: "Paris" -> "PARIS"',
     "  After it: 1 more step differs (1 diverged)",
-    "Steps: 1 identical, 2 diverged, 0 only in snapshot, 0 only in this run",
+    "Steps 0-2: 1 identical, 2 diverged, 0 only in snapshot, 0 only in this run",
     "Score: tie 0-0",
     "Fork the conversation from the last good step (0):",
     f"  rollout fork '{PARIS}' --step 0",

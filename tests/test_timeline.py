@@ -196,7 +196,7 @@ def summary(**fields: Any) -> RunSummary:
 def test_totals() -> None:
     assert render_totals(summary()) == [
         "Totals (whole run):",
-        "  steps: 3, turns: 3",
+        "  steps: 0-3, turns: 3",
         "  tool calls: get_weather x2, convert x1",
         "  errors: 1",
         "  tokens: 120 in, 45 out",
@@ -224,7 +224,7 @@ def test_show_is_the_filtered_timeline_and_the_whole_run_totals() -> None:
         "Shown: 1 of 8 events",
         "",
         "Totals (whole run):",
-        "  steps: 3, turns: 3",
+        "  steps: 0-3, turns: 3",
         "  tool calls: get_weather x1",
         "  errors: 0",
         "  tokens: 10 in, 5 out",

@@ -17,6 +17,7 @@ import pytest
 from pytest_rollout.diff.drift import Verdict, drift_report
 from pytest_rollout.diff.failure import render_verdict, score_sentence
 from pytest_rollout.diff.report import describe_event
+from pytest_rollout.diff.timeline import event_detail
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
@@ -195,12 +196,17 @@ def test_run_entry_from_a_golden() -> None:
     assert entry["status"] == "passed"
     assert entry["notice"] is None
     assert entry["totals"] == {
+        "first_step": 0,
         "steps": 2,
         "turns": 2,
         "tool_calls": {"total": 1, "by_name": [["get_weather", 1]]},
         "errors": 0,
         "input_tokens": 240,
         "output_tokens": 36,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "tokens_per_second": 137404.6,  # the fake model answers in microseconds
+        "timed_turns": 2,
         "cost_usd": 0.000552,
         "outcome": "completed",
     }
@@ -208,7 +214,8 @@ def test_run_entry_from_a_golden() -> None:
     for row, event in zip(entry["events"], events, strict=True):
         seq, step, kind, description, data = row
         assert (seq, step, kind, data) == (event.seq, event.step, event.type, event.data)
-        assert describe_event(event) == f"{kind}  {description}".rstrip()
+        assert event_detail(event) == description
+        assert describe_event(event).startswith(f"{kind}  {description}".split("  (")[0])
     assert entry["events"][4][3] == 'get_weather(city="Lyon")'
 
 

@@ -85,7 +85,8 @@ def _add_fork(commands: Any) -> None:
         "--format",
         choices=[f.value for f in ForkFormat],
         default=ForkFormat.NEUTRAL.value,
-        help="message shape: neutral, openai (Chat Completions) or anthropic (Messages)",
+        help="message shape: neutral, openai (Chat Completions), responses (OpenAI "
+        "Responses API input items) or anthropic (Messages)",
     )
     fork.add_argument("--include-system", action="store_true", help="keep the system prompt")
     fork.add_argument(

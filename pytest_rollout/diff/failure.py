@@ -13,8 +13,10 @@ import shlex
 import textwrap
 from typing import Final
 
+from ..format.events import RUN_STARTED
 from ..safety.sanitize import excerpt, sanitize
-from .drift import Verdict
+from .divergence import Divergence, classify
+from .drift import DriftReport, Verdict
 from .report import (
     Labels,
     render_divergence,
@@ -23,7 +25,7 @@ from .report import (
 )
 from .text import format_cost
 
-__all__ = ["render_headline", "render_verdict"]
+__all__ = ["leading_divergences", "render_headline", "render_verdict"]
 
 LABELS: Final = Labels(a="golden", b="this run")
 WIDTH: Final = 100
@@ -34,10 +36,31 @@ def _quote(path: str) -> str:
     return shlex.quote(sanitize(path))
 
 
+def leading_divergences(report: DriftReport) -> tuple[Divergence, ...]:
+    """The divergences of ``report``, led by a setup mismatch when the run started apart.
+
+    Replay names what it met while the run went on, from step 1; a run started with
+    another model, prompt or tools already differs at step 0, in ``run.started``, before
+    its first request is refused at step 1. Then the report leads with the step-0
+    ``setup_mismatch`` the comparison finds, so the headline, the body, ``rollout diff``
+    and the fork hint name the same step; replay's divergences follow it.
+    """
+    found = report.divergences
+    first = report.comparison.first
+    if first is None or not found or first.step != 0 or found[0].step == 0:
+        return found
+    event = first.a_event or first.b_event
+    if event is None or event.type != RUN_STARTED:
+        return found
+    classified = classify(report.comparison)
+    return found if classified is None else (classified, *found)
+
+
 def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
     """The report's first line: where this run left its reference run, what kind of
     divergence that was, and whose it is."""
-    headline = verdict.headline
+    divergences = leading_divergences(verdict.report)
+    headline = divergences[0] if divergences else None
     if headline is None:
         return f"{labels.b} matches its {labels.a}"
     return (
@@ -51,17 +74,20 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
 
     ``labels`` name the reference run and this run (a syrupy snapshot is ``snapshot``).
     """
-    headline = verdict.headline
+    divergences = leading_divergences(verdict.report)
     comparison = verdict.comparison
-    if headline is None:
+    if not divergences:
         return [render_headline(verdict, labels)]
+    headline = divergences[0]
     lines = [
         render_headline(verdict, labels),
         f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}",
         f"Divergence: {excerpt(headline.detail, 200)}",
     ]
     lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in verdict.report.likely_causes)
-    for extra in verdict.divergences[1:4] if verbose > 0 else ():
+    # What replay itself raised is always told, even when an earlier step leads.
+    shown = 4 if verbose > 0 else 2 if divergences is not verdict.divergences else 1
+    for extra in divergences[1:shown]:
         lines.append(
             f"  then {extra.kind.value} at step {extra.step}: {excerpt(extra.detail, 160)}"
         )

@@ -6,9 +6,11 @@ before it is returned, so nothing here can print an escape sequence or a CI comm
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+import orjson
 
 from ..format.events import (
     LLM_TURN_COMPLETED,
@@ -34,6 +36,9 @@ __all__ = [
     "render_divergence",
     "render_header",
     "render_score",
+    "run_steps",
+    "step_counts",
+    "step_span",
 ]
 
 
@@ -70,10 +75,40 @@ def _describe_turn_started(data: Mapping[str, Any], limit: int) -> str:
     count = len(messages) if isinstance(messages, list) else 0
     detail = f"{count} new message{'s' if count != 1 else ''}"
     if count and isinstance(messages, list) and isinstance(messages[-1], Mapping):
-        last = messages[-1]
-        detail += f", last {excerpt(str(last.get('role', '?')), 20)}: "
-        detail += value_text(last.get("content"), limit)
+        detail += f", last {_describe_message(messages[-1], limit)}"
     return detail
+
+
+def _describe_message(message: Mapping[str, Any], limit: int) -> str:
+    """``user: "..."``; a Responses API input item without a role by its type:
+    ``function_call_output call_1: "..."``, ``function_call get_weather(city="Paris")``."""
+    role = message.get("role")
+    kind = message.get("type")
+    if role is None and isinstance(kind, str):
+        if kind == "function_call":
+            arguments = _json_object(message.get("arguments"))
+            return f"function_call {call_text(message.get('name'), arguments)}"
+        if kind.endswith("_output") or "output" in message:
+            call = message.get("call_id")
+            of = f" {excerpt(str(call), 40)}" if call is not None else ""
+            output = _json_object(message.get("output"))
+            return f"{excerpt(kind, 40)}{of}: {value_text(output, limit)}"
+        return f"{excerpt(kind, 40)}: {value_text(message.get('content'), limit)}"
+    return f"{excerpt(str(role if role is not None else '?'), 20)}: " + value_text(
+        message.get("content"), limit
+    )
+
+
+def _json_object(value: Any) -> Any:
+    """A JSON object sent as text (the Responses API's call arguments) as a dict; anything
+    else as it is."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+        return parsed if isinstance(parsed, dict) else value
+    return value
 
 
 def _describe_call_started(data: Mapping[str, Any], limit: int) -> str:
@@ -138,25 +173,50 @@ _DESCRIBERS: Final[Mapping[str, Callable[[Mapping[str, Any], int], str]]] = {
 def render_header(
     a: RunSummary, b: RunSummary, comparison: Comparison, labels: Labels
 ) -> list[str]:
-    """The summary lines: each run's size and cost, then the step counts."""
+    """The summary lines: the steps of each run and its cost, then the step counts.
+
+    Both count the same steps, step 0 (the run's start) included, and say which.
+    """
     return [
-        f"Run {labels.a}: {_steps(a.steps)}, {format_cost(a.cost_usd)}",
-        f"Run {labels.b}: {_steps(b.steps)}, {format_cost(b.cost_usd)}",
+        f"Run {labels.a}: {run_steps(a)}, {format_cost(a.cost_usd)}",
+        f"Run {labels.b}: {run_steps(b)}, {format_cost(b.cost_usd)}",
         step_counts(comparison, labels),
     ]
 
 
 def step_counts(comparison: Comparison, labels: Labels) -> str:
+    """``Steps 0-3: 2 identical, 1 diverged, ...``: every step of either run, counted once."""
     return (
-        f"Steps: {comparison.count(StepStatus.IDENTICAL)} identical, "
+        f"{step_span([s.step for s in comparison.steps]).capitalize()}: "
+        f"{comparison.count(StepStatus.IDENTICAL)} identical, "
         f"{comparison.count(StepStatus.DIVERGED)} diverged, "
         f"{comparison.count(StepStatus.ONLY_IN_A)} only in {labels.a}, "
         f"{comparison.count(StepStatus.ONLY_IN_B)} only in {labels.b}"
     )
 
 
-def _steps(n: int) -> str:
-    return f"{n} step{'s' if n != 1 else ''}"
+def run_steps(summary: RunSummary) -> str:
+    """``steps 0-3``: the steps a run went through, its start (step 0) included."""
+    return step_span(range(summary.first_step, summary.steps + 1))
+
+
+def step_span(steps: Iterable[int]) -> str:
+    """``steps 0-3``, ``step 2``, ``steps 0-2, 5`` (a gap shown), or ``no steps``."""
+    numbers = sorted(set(steps))
+    if not numbers:
+        return "no steps"
+    return f"step{'s' if len(numbers) > 1 else ''} {step_numbers(numbers)}"
+
+
+def step_numbers(steps: Iterable[int]) -> str:
+    """``0-3``, ``2``, ``0-2, 5``: step numbers as ranges (empty for none)."""
+    runs: list[list[int]] = []
+    for n in sorted(set(steps)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _reason(c: Criterion, labels: Labels) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -17,14 +17,36 @@ from ..format.events import (
     Event,
 )
 
-__all__ = ["Criterion", "RunSummary", "Score", "score", "summarize"]
+__all__ = [
+    "CACHE_READ_TOKENS",
+    "CACHE_WRITE_TOKENS",
+    "Criterion",
+    "RunSummary",
+    "Score",
+    "score",
+    "summarize",
+    "tokens_per_second",
+    "turn_tokens",
+]
+
+#: The keys of a turn's ``usage`` that count the input tokens read from the provider's
+#: prompt cache and written to it; both are parts of ``input_tokens``.
+CACHE_READ_TOKENS: Final = "cache_read_tokens"
+CACHE_WRITE_TOKENS: Final = "cache_write_tokens"
 
 Side = Literal["a", "b", "tie"]
 
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
-    """Totals of one run, read from its events."""
+    """Totals of one run, read from its events.
+
+    ``steps`` is the run's last step and ``first_step`` its first (0, the run's start).
+    ``cache_read_tokens`` and ``cache_write_tokens`` are the parts of ``input_tokens`` read
+    from and written to a provider's prompt cache. ``timed_output_tokens`` and
+    ``timed_latency_ms`` add up the turns that report both output tokens and a latency
+    (``timed_turns`` of them), for :attr:`tokens_per_second`.
+    """
 
     steps: int
     turns: int
@@ -34,10 +56,43 @@ class RunSummary:
     input_tokens: int
     output_tokens: int
     outcome: str
+    first_step: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    timed_turns: int = 0
+    timed_output_tokens: int = 0
+    timed_latency_ms: float = 0.0
 
     @property
     def completed(self) -> bool:
         return self.outcome == "completed"
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Output tokens per second of the turns that report both, or ``None``."""
+        return tokens_per_second(self.timed_output_tokens, self.timed_latency_ms)
+
+
+def tokens_per_second(output_tokens: Any, latency_ms: Any) -> float | None:
+    """``output_tokens`` over ``latency_ms``, per second; ``None`` unless both are known
+    (a count and a positive latency)."""
+    tokens, latency = _number(output_tokens), _number(latency_ms)
+    if tokens is None or latency is None or latency <= 0 or tokens < 0:
+        return None
+    return tokens * 1000.0 / latency
+
+
+def turn_tokens(usage: Any) -> tuple[int, int, int, int]:
+    """``(input, output, cache read, cache write)`` tokens of a turn's ``usage`` (0 where a
+    count is missing or not a number)."""
+    if not isinstance(usage, dict):
+        return 0, 0, 0, 0
+    return (
+        _tokens(usage.get("input_tokens")),
+        _tokens(usage.get("output_tokens")),
+        _tokens(usage.get(CACHE_READ_TOKENS)),
+        _tokens(usage.get(CACHE_WRITE_TOKENS)),
+    )
 
 
 def _number(value: Any) -> float | None:
@@ -90,7 +145,8 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
     ``error_types`` are counted as errors besides the built-in families.
     """
     tools: Counter[str] = Counter()
-    turns = errors = input_tokens = output_tokens = 0
+    turns = errors = 0
+    tokens = _Tokens()
     outcome = "incomplete"
     extra = frozenset(error_types)
     errors_of = ERROR_FAMILIES | extra if extra else ERROR_FAMILIES
@@ -100,10 +156,7 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
         kind = event.type
         if kind == LLM_TURN_COMPLETED:
             turns += 1
-            usage = event.data.get("usage")
-            if type(usage) is dict or isinstance(usage, dict):
-                input_tokens += _tokens(usage.get("input_tokens"))
-                output_tokens += _tokens(usage.get("output_tokens"))
+            tokens.add(event.data)
         elif kind == TOOL_CALL_STARTED:
             tools[str(event.data.get("name", "?"))] += 1
         elif kind == RUN_COMPLETED:
@@ -118,10 +171,60 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
         tool_calls=tools,
         errors=errors,
         cost_usd=_cost(events),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
+        input_tokens=tokens.input,
+        output_tokens=tokens.output,
         outcome=outcome,
+        first_step=events[0].step if events else 0,
+        cache_read_tokens=tokens.cache_read,
+        cache_write_tokens=tokens.cache_write,
+        timed_turns=tokens.timed_turns,
+        timed_output_tokens=tokens.timed_output,
+        timed_latency_ms=tokens.timed_latency_ms,
     )
+
+
+class _Tokens:
+    """The token counts of a run's turns, added up as :func:`summarize` meets them."""
+
+    __slots__ = (
+        "cache_read",
+        "cache_write",
+        "input",
+        "output",
+        "timed_latency_ms",
+        "timed_output",
+        "timed_turns",
+    )
+
+    def __init__(self) -> None:
+        self.input = self.output = self.cache_read = self.cache_write = 0
+        self.timed_turns = self.timed_output = 0
+        self.timed_latency_ms = 0.0
+
+    def add(self, turn: Mapping[str, Any]) -> None:
+        usage = turn.get("usage")
+        if type(usage) is not dict and not isinstance(usage, dict):
+            return
+        get = usage.get
+        raw_out = get("output_tokens")
+        tokens_out = _tokens(raw_out)
+        self.input += _tokens(get("input_tokens"))
+        self.output += tokens_out
+        # Most turns report no cache use and no latency: one lookup each says so.
+        read = get(CACHE_READ_TOKENS)
+        if read is not None:
+            self.cache_read += _tokens(read)
+        write = get(CACHE_WRITE_TOKENS)
+        if write is not None:
+            self.cache_write += _tokens(write)
+        latency = turn.get("latency_ms")
+        if latency is None or raw_out is None:
+            return
+        latency_ms = _number(latency)
+        if latency_ms is not None and latency_ms > 0 and _number(raw_out) is not None:
+            self.timed_turns += 1
+            self.timed_output += tokens_out
+            self.timed_latency_ms += latency_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,24 +9,29 @@ from the rollout is sanitized.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 import orjson
 
-from ..format.events import Event
+from ..format.events import LLM_TURN_COMPLETED, Event
 from ..safety.sanitize import excerpt, sanitize
-from .report import describe_event
-from .score import RunSummary, summarize
+from .report import describe_event, step_numbers
+from .score import RunSummary, summarize, tokens_per_second
 from .text import format_cost
 
 __all__ = [
     "cut_short_line",
+    "event_detail",
     "event_matches",
+    "format_seconds",
+    "format_speed",
     "parse_step_range",
     "render_show",
     "render_timeline",
     "render_totals",
+    "token_totals",
+    "turn_speed",
 ]
 
 TYPE_LIMIT: Final = 40
@@ -76,10 +81,46 @@ def event_matches(
     return True
 
 
-def _detail(event: Event) -> str:
+def event_detail(event: Event) -> str:
+    """What the timeline says about ``event`` after its type: what it did and, for a
+    turn that reports its output tokens and latency, its output speed."""
     described = describe_event(event)
     prefix = sanitize(event.type) + "  "
-    return described[len(prefix) :] if described.startswith(prefix) else ""
+    detail = described[len(prefix) :] if described.startswith(prefix) else ""
+    if event.type == LLM_TURN_COMPLETED:
+        speed = turn_speed(event.data)
+        if speed is not None:
+            detail = f"{detail}  ({speed})" if detail else f"({speed})"
+    return detail
+
+
+def turn_speed(turn: Mapping[str, Any]) -> str | None:
+    """``15 tokens out in 0.87 s, 17.2 tokens/s``: a turn's output speed, when the turn
+    reports both its output tokens and its latency."""
+    usage = turn.get("usage")
+    tokens = usage.get("output_tokens") if isinstance(usage, Mapping) else None
+    latency = turn.get("latency_ms")
+    if type(tokens) is not int or not isinstance(latency, int | float):
+        return None
+    speed = tokens_per_second(tokens, latency)
+    if speed is None:
+        return None
+    return f"{tokens} tokens out in {format_seconds(latency)}, {format_speed(speed)}"
+
+
+def format_seconds(latency_ms: float) -> str:
+    """``0.869 ms``, ``870 ms``, ``12.3 s``, ``940 s``: three significant digits, whole
+    seconds from 100 s."""
+    if latency_ms < 1000:
+        return f"{latency_ms:.3g} ms"
+    seconds = latency_ms / 1000
+    return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:.0f} s"
+
+
+def format_speed(tokens_per_second: float) -> str:
+    """``17.2 tokens/s`` (one decimal below 100, whole above)."""
+    value = f"{tokens_per_second:.1f}" if tokens_per_second < 100 else f"{tokens_per_second:.0f}"
+    return f"{value} tokens/s"
 
 
 def render_timeline(
@@ -94,7 +135,7 @@ def render_timeline(
     When a filter is given, a last line says how many events of the run are shown.
     """
     shown = [e for e in events if event_matches(e, types=types, steps=steps, grep=grep)]
-    rows = [(str(e.step), str(e.seq), excerpt(e.type, TYPE_LIMIT), _detail(e)) for e in shown]
+    rows = [(str(e.step), str(e.seq), excerpt(e.type, TYPE_LIMIT), event_detail(e)) for e in shown]
     step_w = max([len("step"), *(len(r[0]) for r in rows)])
     seq_w = max([len("seq"), *(len(r[1]) for r in rows)])
     type_w = max([len("type"), *(len(r[2]) for r in rows)])
@@ -112,20 +153,42 @@ def render_timeline(
 
 
 def render_totals(summary: RunSummary) -> list[str]:
-    """The run's totals: steps, turns, tool calls by name, errors, tokens, cost, outcome."""
+    """The run's totals: steps, turns, tool calls by name, errors, tokens (with the cached
+    part of the input), output speed when turns were timed, cost, outcome."""
     calls = ", ".join(
         f"{excerpt(name, TYPE_LIMIT)} x{count}" for name, count in summary.tool_calls.most_common()
     )
     cost = "unknown" if summary.cost_usd is None else format_cost(summary.cost_usd)
-    return [
+    lines = [
         "Totals (whole run):",
-        f"  steps: {summary.steps}, turns: {summary.turns}",
+        f"  steps: {step_numbers(range(summary.first_step, summary.steps + 1))}, "
+        f"turns: {summary.turns}",
         f"  tool calls: {calls or 'none'}",
         f"  errors: {summary.errors}",
-        f"  tokens: {summary.input_tokens} in, {summary.output_tokens} out",
-        f"  cost: {cost}",
-        f"  outcome: {excerpt(summary.outcome, TYPE_LIMIT)}",
+        f"  tokens: {token_totals(summary)}",
     ]
+    speed = summary.tokens_per_second
+    if speed is not None:
+        timed = summary.timed_turns
+        of = "" if timed == summary.turns else f" ({timed} of {summary.turns} turns timed)"
+        lines.append(f"  output speed: {format_speed(speed)}{of}")
+    lines.append(f"  cost: {cost}")
+    lines.append(f"  outcome: {excerpt(summary.outcome, TYPE_LIMIT)}")
+    return lines
+
+
+def token_totals(summary: RunSummary) -> str:
+    """``120 in (80 cache read, 10 cache write), 45 out``: the cache parts only when any."""
+    cached = [
+        f"{count} cache {what}"
+        for count, what in (
+            (summary.cache_read_tokens, "read"),
+            (summary.cache_write_tokens, "write"),
+        )
+        if count
+    ]
+    parts = f" ({', '.join(cached)})" if cached else ""
+    return f"{summary.input_tokens} in{parts}, {summary.output_tokens} out"
 
 
 def cut_short_line(kept: int) -> str:

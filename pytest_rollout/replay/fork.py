@@ -40,6 +40,7 @@ class ForkError(RolloutError):
 class ForkFormat(StrEnum):
     NEUTRAL = "neutral"
     OPENAI = "openai"
+    RESPONSES = "responses"
     ANTHROPIC = "anthropic"
 
 
@@ -47,7 +48,8 @@ class ForkFormat(StrEnum):
 class ForkResult:
     """The rebuilt conversation and where it came from.
 
-    ``messages`` are in the requested format; ``system`` is the system prompt for the
+    ``messages`` are in the requested format (for ``responses``, the request's ``input``
+    items); ``system`` is the system prompt for the
     Anthropic shape (where it is a request parameter, not a message) when it was included.
     """
 
@@ -181,6 +183,37 @@ def _openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _responses(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI Responses API input items: a message item per system, user or assistant
+    text, a ``function_call`` item per tool call and a ``function_call_output`` item per
+    result, joined by ``call_id``."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m["role"]
+        if role == "assistant":
+            if m["content"]:
+                out.append(
+                    {"type": "message", "role": "assistant", "content": _as_text(m["content"])}
+                )
+            out.extend(
+                {
+                    "type": "function_call",
+                    "call_id": c["id"],
+                    "name": c["name"],
+                    "arguments": _as_text(c["arguments"]),
+                }
+                for c in m["tool_calls"]
+            )
+        elif role == "tool":
+            output = _as_text(m["content"])
+            out.append(
+                {"type": "function_call_output", "call_id": m["tool_call_id"], "output": output}
+            )
+        else:
+            out.append({"type": "message", "role": role, "content": _as_text(m["content"])})
+    return out
+
+
 def _anthropic(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
     system: str | None = None
     out: list[dict[str, Any]] = []
@@ -258,6 +291,8 @@ def fork(
     system: str | None = None
     if shape is ForkFormat.OPENAI:
         messages = _openai(messages)
+    elif shape is ForkFormat.RESPONSES:
+        messages = _responses(messages)
     elif shape is ForkFormat.ANTHROPIC:
         system, messages = _anthropic(messages)
     else:

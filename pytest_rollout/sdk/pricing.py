@@ -3,9 +3,14 @@
 :data:`PRICES` holds the list prices of OpenAI and Anthropic models per million input and
 output tokens, keyed by model-name prefix; :func:`price_for` picks the longest prefix that
 matches a model name (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``, not ``gpt-4o``), and
-:func:`cost_usd` prices a turn's usage. Cached-input discounts, batch discounts and long
-context surcharges are not modelled: a cost is the list price of the tokens reported.
-Users extend or override the table with ``MODEL=INPUT,OUTPUT`` lines (:func:`parse_price`).
+:func:`cost_usd` prices a turn's usage. Input tokens read from or written to a provider's
+prompt cache (``cache_read_tokens`` and ``cache_write_tokens`` of a turn's usage, parts of its
+``input_tokens``) are priced at the model's cache rates, :data:`CACHE_RATES`, as fractions of
+its input price: OpenAI's cached input (half, a quarter or a tenth of the input price, by
+model), Anthropic's cache reads (0.1x) and cache writes (1.25x, the 5-minute cache). Batch
+discounts and long context surcharges are not modelled. Users extend or override the table
+with ``MODEL=INPUT,OUTPUT`` lines (:func:`parse_price`); the cache rates of the model name
+apply to their input price too.
 """
 
 from __future__ import annotations
@@ -17,7 +22,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, TypeVar
 
-__all__ = ["PRICES", "Price", "cost_usd", "model_entry", "parse_price", "price_for"]
+__all__ = [
+    "CACHE_RATES",
+    "PRICES",
+    "CacheRates",
+    "Price",
+    "cache_rates_for",
+    "cost_usd",
+    "model_entry",
+    "parse_price",
+    "price_for",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +81,46 @@ PRICES: Final[Mapping[str, Price]] = MappingProxyType(
         "claude-3-5-haiku": Price(0.80, 4.00),
         "claude-3-opus": Price(15.00, 75.00),
         "claude-3-haiku": Price(0.25, 1.25),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRates:
+    """What a cached input token costs, as a fraction of the model's input price: one read
+    from the prompt cache, and one written to it."""
+
+    read: float
+    write: float
+
+
+_HALF: Final = CacheRates(0.5, 1.0)
+_QUARTER: Final = CacheRates(0.25, 1.0)
+_TENTH: Final = CacheRates(0.1, 1.0)
+_NO_DISCOUNT: Final = CacheRates(1.0, 1.0)
+
+#: Cache rates by model-name prefix, matched like :data:`PRICES` (same late-2025 pricing
+#: pages). OpenAI charges nothing extra to write its cache; a model without a cached-input
+#: price pays the full input price. Every Anthropic model reads at 0.1x and writes at 1.25x.
+CACHE_RATES: Final[Mapping[str, CacheRates]] = MappingProxyType(
+    {
+        # OpenAI
+        "gpt-4o": _HALF,
+        "gpt-4o-2024-05-13": _NO_DISCOUNT,
+        "gpt-4.1": _QUARTER,
+        "o1": _HALF,
+        "o1-pro": _NO_DISCOUNT,
+        "o3": _QUARTER,
+        "o3-mini": _HALF,
+        "o3-pro": _NO_DISCOUNT,
+        "o4-mini": _QUARTER,
+        "gpt-5": _TENTH,
+        "gpt-5-pro": _NO_DISCOUNT,
+        "gpt-5.1": _TENTH,
+        "gpt-5.2": _TENTH,
+        "gpt-5.2-pro": _NO_DISCOUNT,
+        # Anthropic
+        "claude-": CacheRates(0.1, 1.25),
     }
 )
 
@@ -128,21 +183,41 @@ def price_for(model: str | None, prices: Mapping[str, Price] = PRICES) -> Price 
     return model_entry(model, prices)
 
 
+def cache_rates_for(model: str | None) -> CacheRates:
+    """The cache rates of ``model`` (matched as :func:`price_for` does); a model the table
+    does not know pays its full input price for every input token."""
+    return model_entry(model, CACHE_RATES) or _NO_DISCOUNT
+
+
 def cost_usd(
     model: str | None, usage: Mapping[str, int] | None, prices: Mapping[str, Price] = PRICES
 ) -> float | None:
-    """The USD cost of ``usage`` (``input_tokens``, ``output_tokens``) on ``model``, rounded
-    to 9 decimals; ``None`` when the model has no price or the usage reports no tokens."""
+    """The USD cost of ``usage`` on ``model``, rounded to 9 decimals; ``None`` when the
+    model has no price, the usage reports no tokens, or a count is not a whole number >= 0.
+
+    ``input_tokens`` and ``output_tokens`` are priced at the model's prices; the parts of
+    ``input_tokens`` read from and written to the prompt cache (``cache_read_tokens``,
+    ``cache_write_tokens``) at its :data:`CACHE_RATES`.
+    """
     price = price_for(model, prices)
     if price is None or not usage:
         return None
     tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
     if tokens_in is None and tokens_out is None:
         return None
-    counts = (tokens_in or 0, tokens_out or 0)
+    counts = (
+        tokens_in or 0,
+        tokens_out or 0,
+        usage.get("cache_read_tokens") or 0,
+        usage.get("cache_write_tokens") or 0,
+    )
     if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts):
         return None
-    total = counts[0] * price.input_per_mtok + counts[1] * price.output_per_mtok
+    total_in, total_out, read, write = counts
+    rates = cache_rates_for(model)
+    uncached = max(total_in - read - write, 0)
+    input_tokens = uncached + read * rates.read + write * rates.write
+    total = input_tokens * price.input_per_mtok + total_out * price.output_per_mtok
     return round(total / 1_000_000, 9)
 
 

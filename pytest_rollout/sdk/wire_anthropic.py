@@ -17,17 +17,16 @@ from ..replay.turns import ToolCall, Turn
 from .wire_api import (
     Api,
     WireFormatError,
+    _anthropic_usage,
     _arguments,
     _call,
     _dict,
     _int,
     _list,
-    _reported_usage,
     _require_list,
     _str,
     _StreamedCall,
     _turn,
-    _usage,
 )
 
 __all__ = ["ANTHROPIC_MESSAGES"]
@@ -63,7 +62,7 @@ def _anthropic_json(body: Any) -> Turn:
             texts.append(text)
         elif block.get("type") == "tool_use":
             calls.append(_call(block.get("id"), block.get("name"), block.get("input")))
-    return _turn(texts, calls, _reported_usage(body.get("usage")), body.get("model"))
+    return _turn(texts, calls, _anthropic_usage(body.get("usage")), body.get("model"))
 
 
 @dataclass
@@ -93,6 +92,8 @@ class _MessageStream:
         self.model: Any = None
         self.input_tokens: Any = None
         self.output_tokens: Any = None
+        self.cache_read: Any = None
+        self.cache_write: Any = None
         self._readers: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "message_start": self._message_start,
             "content_block_start": self._block_start,
@@ -114,6 +115,8 @@ class _MessageStream:
         usage = _dict(message.get("usage"))
         self.input_tokens = usage.get("input_tokens")
         self.output_tokens = usage.get("output_tokens")
+        self.cache_read = usage.get("cache_read_input_tokens")
+        self.cache_write = usage.get("cache_creation_input_tokens")
 
     def _block_start(self, data: Mapping[str, Any]) -> None:
         index = _int(data.get("index"))
@@ -146,6 +149,10 @@ class _MessageStream:
             self.output_tokens = usage["output_tokens"]
         if _int(usage.get("input_tokens")) is not None:
             self.input_tokens = usage["input_tokens"]
+        if _int(usage.get("cache_read_input_tokens")) is not None:
+            self.cache_read = usage["cache_read_input_tokens"]
+        if _int(usage.get("cache_creation_input_tokens")) is not None:
+            self.cache_write = usage["cache_creation_input_tokens"]
 
     def turn(self) -> Turn:
         """The turn the frames read so far make."""
@@ -156,7 +163,14 @@ class _MessageStream:
                 texts.extend(block.text)
             else:
                 calls.append(block.tool_call())
-        usage = _usage(self.input_tokens, self.output_tokens)
+        usage = _anthropic_usage(
+            {
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cache_read_input_tokens": self.cache_read,
+                "cache_creation_input_tokens": self.cache_write,
+            }
+        )
         return _turn(texts, calls, usage, self.model)
 
 

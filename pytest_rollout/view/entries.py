@@ -19,10 +19,9 @@ import orjson
 
 from ..diff.compare import Comparison, FieldChange, FirstDivergence, is_missing
 from ..diff.drift import DriftReport, Verdict, drift_report
-from ..diff.failure import render_verdict, score_sentence
-from ..diff.report import describe_event
+from ..diff.failure import leading_divergences, render_verdict, score_sentence
 from ..diff.score import RunSummary, summarize
-from ..diff.timeline import cut_short_line
+from ..diff.timeline import cut_short_line, event_detail
 from ..errors import RolloutError
 from ..format.events import Event
 from ..format.loader import Rollout, load, loads
@@ -83,6 +82,7 @@ _EXACT: Final = 2**53
 
 def _totals(summary: RunSummary) -> dict[str, Any]:
     return {
+        "first_step": summary.first_step,
         "steps": summary.steps,
         "turns": summary.turns,
         "tool_calls": {
@@ -92,17 +92,23 @@ def _totals(summary: RunSummary) -> dict[str, Any]:
         "errors": summary.errors,
         "input_tokens": _count(summary.input_tokens),
         "output_tokens": _count(summary.output_tokens),
+        "cache_read_tokens": _count(summary.cache_read_tokens),
+        "cache_write_tokens": _count(summary.cache_write_tokens),
+        "tokens_per_second": _speed(summary.tokens_per_second),
+        "timed_turns": summary.timed_turns,
         "cost_usd": summary.cost_usd,
         "outcome": summary.outcome,
     }
 
 
+def _speed(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
 def _row(event: Event) -> list[Any]:
-    """``[seq, step, type, description, data]``: the description without the type."""
-    described = describe_event(event)
-    prefix = sanitize(event.type) + "  "
-    detail = described[len(prefix) :] if described.startswith(prefix) else ""
-    return [event.seq, event.step, event.type, detail, event.data]
+    """``[seq, step, type, description, data]``: the description as ``rollout show`` has it
+    (without the type; a timed turn with its output speed)."""
+    return [event.seq, event.step, event.type, event_detail(event), event.data]
 
 
 def _run_entry(
@@ -138,11 +144,15 @@ def run_entry(
     The dict: ``kind`` ``"run"``, ``id`` (stable: a digest of name and path), ``name``
     (default: the file name), ``path``, ``status`` (e.g. ``"passed"``, ``"failed"``,
     ``"recorded"`` or ``None``), ``notice`` (``None``, or why the file was refused:
-    ``file:line: reason``), ``totals`` (``None`` when refused, else ``steps``, ``turns``,
-    ``tool_calls`` ``{"total", "by_name": [[name, count], ...]}``, ``errors``,
-    ``input_tokens``, ``output_tokens``, ``cost_usd``, ``outcome``) and ``events``, one
-    ``[seq, step, type, description, data]`` row per event (none when refused). Never
-    raises for a bad, missing or special file.
+    ``file:line: reason``), ``totals`` and ``events``.
+
+    ``totals`` is ``None`` when refused, else: ``first_step`` and ``steps`` (the first and
+    last step), ``turns``, ``tool_calls`` ``{"total", "by_name": [[name, count], ...]}``,
+    ``errors``, ``input_tokens``, ``output_tokens``, ``cache_read_tokens`` and
+    ``cache_write_tokens`` (parts of the input), ``tokens_per_second`` (output tokens over
+    the latency of the ``timed_turns`` that report both, or ``None``), ``cost_usd`` and
+    ``outcome``. ``events`` has one ``[seq, step, type, description, data]`` row per event
+    (none when refused). Never raises for a bad, missing or special file.
     """
     rollout, notice = _load(path, data, tolerant=True)
     return _run_entry(path, rollout, notice, name, status)
@@ -235,9 +245,10 @@ def _comparison(
 
 
 def _headline(report: DriftReport) -> dict[str, Any] | None:
-    headline = report.headline
-    if headline is None:
+    divergences = leading_divergences(report)
+    if not divergences:
         return None
+    headline = divergences[0]
     return {
         "step": headline.step,
         "kind": headline.kind.value,

@@ -425,10 +425,17 @@
       box.append(item);
     };
     const calls = t.tool_calls.by_name.map(([name, count]) => name + " x" + count).join(", ");
+    const cached = [];
+    if (t.cache_read_tokens) cached.push(t.cache_read_tokens + " cache read");
+    if (t.cache_write_tokens) cached.push(t.cache_write_tokens + " cache write");
     add("outcome", t.outcome);
-    add("steps / turns", t.steps + " / " + t.turns);
-    add("input tokens", t.input_tokens);
+    add("steps / turns", t.first_step + "-" + t.steps + " / " + t.turns);
+    add("input tokens", t.input_tokens + (cached.length ? " (" + cached.join(", ") + ")" : ""));
     add("output tokens", t.output_tokens);
+    if (t.tokens_per_second !== null && t.tokens_per_second !== undefined) {
+      add("output speed", t.tokens_per_second + " tokens/s" +
+        (t.timed_turns === t.turns ? "" : " (" + t.timed_turns + " of " + t.turns + " turns timed)"));
+    }
     add("cost", formatCost(t.cost_usd));
     add("errors", t.errors);
     add("tool calls", t.tool_calls.total + (calls ? " (" + calls + ")" : ""));
@@ -499,7 +506,9 @@
     } else if (cmp.identical) {
       box.append(el("p", null, "This run matches its golden."));
     }
-    line(box, "Steps", counts.identical + " identical, " + counts.diverged + " diverged, " +
+    const all = cmp.steps;  // in step order
+    const span = all.length ? "Steps " + all[0].step + "-" + all[all.length - 1].step : "Steps";
+    line(box, span, counts.identical + " identical, " + counts.diverged + " diverged, " +
       counts.only_in_a + " only in golden, " + counts.only_in_b + " only in this run");
     if (entry.score) line(box, "Score", entry.score, "score");
     const first = cmp.first;
