@@ -65,6 +65,8 @@ _dumps: Final = orjson.dumps
 #: The only types that can move the step (the rest carry the current one).
 _STEP_MOVERS: Final = frozenset({RUN_STARTED, LLM_TURN_STARTED, LLM_TURN_COMPLETED})
 _TURN_TYPES: Final = frozenset({LLM_TURN_STARTED, LLM_TURN_COMPLETED})
+#: The types whose events _queue decides more about: the run's end, a turn boundary.
+_QUEUED_SLOWLY: Final = TERMINAL_TYPES | _TURN_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,9 +209,16 @@ class Recorder:
                 self._late += 1
                 return
             step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
-            terminal = event_type in TERMINAL_TYPES
-            checked = payload if type(payload) is bytes else self._not_bytes(terminal)
-            due, boundary = self._queue(event_type, checked, step, True, terminal)
+            if type(payload) is not bytes or event_type in _QUEUED_SLOWLY:
+                terminal = event_type in TERMINAL_TYPES
+                checked = payload if type(payload) is bytes else self._not_bytes(terminal)
+                due, boundary = self._queue(event_type, checked, step, True, terminal)
+            else:  # the common event (a tool call's): what _queue does, inline
+                pending = self._pending
+                pending.append((self._clock(), event_type, payload, step, True))
+                due = boundary = False
+                if len(pending) >= self._batch:
+                    due = True
         except Exception:  # the recorder must never break the run it records
             with contextlib.suppress(Exception):
                 self._pending.append(_LOST)

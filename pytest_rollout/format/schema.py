@@ -16,6 +16,7 @@ be a string, got an array``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final, NamedTuple
 
 from .events import (
@@ -185,9 +186,54 @@ def _each_string(items: Any) -> str | None:
     return None
 
 
+def _checker(fields: tuple[Field, ...]) -> Callable[[Mapping[str, Any]], str | None]:
+    """The check of one event type's data: the problem, ``data`` first, or ``None``."""
+    return _compiled(fields, partial(_problem, fields))
+
+
+def _compiled(
+    fields: tuple[Field, ...], problem: Callable[[Mapping[str, Any]], str | None]
+) -> Callable[[Mapping[str, Any]], str | None]:
+    """The check of an object against a table of fields, as straight-line code: per
+    field a lookup, a set membership on its exact type and, for a number with a range or a
+    nested value, one comparison (the loader runs it on every event; a loop over the table
+    costs half as much again). An object that fails goes to ``problem``, which says what is
+    wrong (:func:`fields_problem`). Only the table's own constants go into the code."""
+    names: dict[str, Any] = {"ABSENT": _ABSENT, "problem": problem}
+    lines = ["def check(data):", "    get = data.get"]
+    for index, f in enumerate(fields):
+        names[f"T{index}"], names[f"N{index}"] = f.types, f.nested
+        lines += [
+            f"    value = get({f.key!r}, ABSENT)",
+            "    kind = type(value)",
+            f"    if kind not in T{index}: return problem(data)",
+        ]
+        if f.range_text:
+            bounds = f"{float(f.low)!r} <= value <= {float(f.high)!r}"
+            lines.append(
+                f"    if (kind is int or kind is float) and not {bounds}: return problem(data)"
+            )
+        if f.nested is not None:
+            lines.append(
+                f"    if (kind is list or kind is dict) and N{index}(value) is not None:"
+                " return problem(data)"
+            )
+    lines.append("    return None")
+    exec(compile("\n".join(lines), f"<schema check of {len(fields)} fields>", "exec"), names)
+    check: Callable[[Mapping[str, Any]], str | None] = names["check"]
+    return check
+
+
+def _problem(fields: tuple[Field, ...], data: Mapping[str, Any]) -> str | None:
+    problem = fields_problem(fields, data)
+    return None if problem is None else f"data{problem}"
+
+
 def _object(fields: tuple[Field, ...]) -> Nested:
+    fits = _compiled(fields, partial(fields_problem, fields))
+
     def check(obj: Any) -> str | None:
-        return fields_problem(fields, obj) if type(obj) is dict else None
+        return fits(obj) if type(obj) is dict else None
 
     return check
 
@@ -319,14 +365,6 @@ _TABLE: Final[Mapping[str, tuple[Field, ...]]] = {
 SCHEMA: Final[Mapping[str, tuple[Field, ...]]] = {
     kind: fields_of(*fields) for kind, fields in _TABLE.items()
 }
-
-
-def _checker(fields: tuple[Field, ...]) -> Callable[[Mapping[str, Any]], str | None]:
-    def check(data: Mapping[str, Any]) -> str | None:
-        problem = fields_problem(fields, data)
-        return None if problem is None else f"data{problem}"
-
-    return check
 
 
 #: Each core event type's check of its data: the problem (``"data.tool_calls[0].name must

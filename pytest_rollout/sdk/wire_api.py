@@ -26,6 +26,7 @@ import orjson
 from ..errors import RolloutError
 from ..replay.turns import ToolCall, Turn
 from .sse import parse_frames
+from .wire_body import BodyCache
 
 __all__ = ["VOLATILE_PARAMS", "Api", "WireFormatError", "WireRequest", "media_type"]
 
@@ -105,11 +106,24 @@ def _arguments(value: Any) -> dict[str, Any]:
     return {"_unparsed": value}
 
 
-def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
+def _usage(
+    input_tokens: Any,
+    output_tokens: Any,
+    cache_read: Any = None,
+    cache_write: Any = None,
+) -> dict[str, int] | None:
+    """A turn's usage. ``cache_read``/``cache_write``: the parts of ``input_tokens`` read
+    from and written to the prompt cache, kept only when the API reports some (so a
+    recording without cache use is written as before)."""
     tokens_in, tokens_out = _int(input_tokens), _int(output_tokens)
     if tokens_in is None and tokens_out is None:
         return None
-    return {"input_tokens": tokens_in or 0, "output_tokens": tokens_out or 0}
+    usage = {"input_tokens": tokens_in or 0, "output_tokens": tokens_out or 0}
+    if read := _int(cache_read):
+        usage["cache_read_tokens"] = read
+    if write := _int(cache_write):
+        usage["cache_write_tokens"] = write
+    return usage
 
 
 #: The names a usage object gives its input and output tokens (OpenAI Chat has its own).
@@ -119,7 +133,21 @@ _TOKENS: Final = ("input_tokens", "output_tokens")
 def _reported_usage(usage: Any, names: tuple[str, str] = _TOKENS) -> dict[str, int] | None:
     """The usage an API reports in a ``usage`` object whose token counts have ``names``."""
     usage = _dict(usage)
-    return _usage(usage.get(names[0]), usage.get(names[1]))
+    # OpenAI: the cached part of the input in prompt_tokens_details (Chat Completions) or
+    # input_tokens_details (Responses), as cached_tokens.
+    details = _dict(usage.get(f"{names[0]}_details"))
+    return _usage(usage.get(names[0]), usage.get(names[1]), details.get("cached_tokens"))
+
+
+def _anthropic_usage(usage: Any) -> dict[str, int] | None:
+    """Anthropic's usage: its ``input_tokens`` leave out the cache reads and writes, which
+    are added back, so that ``input_tokens`` counts every input token as OpenAI's does."""
+    usage = _dict(usage)
+    read = _int(usage.get("cache_read_input_tokens")) or 0
+    write = _int(usage.get("cache_creation_input_tokens")) or 0
+    tokens_in = _int(usage.get("input_tokens"))
+    total = None if tokens_in is None and not (read or write) else (tokens_in or 0) + read + write
+    return _usage(total, usage.get("output_tokens"), read, write)
 
 
 def _turn(
@@ -187,13 +215,20 @@ class Api:
     _read_json: Callable[[Any], Turn] = field(repr=False, compare=False)
     _read_frames: Callable[[list[Any]], Turn] = field(repr=False, compare=False)
     _message_keys: frozenset[str] = field(repr=False, compare=False)
+    #: The key of the body's message array, which grows from one request to the next.
+    _history_key: str = field(default="messages", repr=False, compare=False)
+    _bodies: BodyCache = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_bodies", BodyCache(self._history_key))
 
     def request(self, body: bytes) -> WireRequest:
         """The request a body carries. Raises :class:`WireFormatError` when the body is not
         a JSON object, or its messages (``messages``, ``input``, ``instructions``,
         ``system``) are not of the API's types, or its ``model`` is not a string."""
         where = f"{self.name} request (POST .../{self.path.lstrip('/')})"
-        data = _load_body(where, body)
+        # A body that extends one of the last few is parsed at the cost of its new messages.
+        data = self._bodies.load(body, lambda whole: _load_body(where, whole))
         messages = self._messages(where, data)
         model = data.get("model")
         if model is not None and not isinstance(model, str):

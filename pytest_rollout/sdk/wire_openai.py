@@ -227,4 +227,5 @@ OPENAI_RESPONSES: Final = Api(
     _responses_json,
     _responses_frames,
     frozenset({"input", "instructions"}),
+    "input",
 )
