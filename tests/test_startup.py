@@ -1,16 +1,24 @@
 """Loading the plugin stays cheap: every pytest run pays for it, rollout tests or not.
 
 What only a rollout test needs (the engine, the recorder, the failure report, deepdiff,
-syrupy, the SDKs, httpx) is imported when such a test runs. The timing itself is measured
-by the benchmark (docs/performance.md); this pins what is imported.
+syrupy, the SDKs, httpx, and the redactor, the capture, the analyzers and the comparison)
+is imported when such a test runs. The timing itself is measured by the benchmark
+(docs/performance.md); this pins what is imported.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from pytest_rollout.analysis.options import ANALYZERS, HMAC_KEY_VARIABLE
+from pytest_rollout.plugin import options
+from pytest_rollout.safety.capture import ENV_VAR
+from pytest_rollout.safety.redact import RedactionMode
 
 PROBE = """
 import sys
@@ -56,3 +64,80 @@ def test_the_public_names_load_on_first_use() -> None:
         "assert compare.__module__ == 'pytest_rollout.diff.compare'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+#: The library's layers a session without a rollout test never loads.
+NOT_WITHOUT_A_ROLLOUT_TEST = (
+    "pytest_rollout.safety",
+    "pytest_rollout.analysis",
+    "pytest_rollout.diff",
+)
+
+#: Run in a pytest session: which of those layers are loaded at its end, in ``loaded.txt``.
+LAYERS_CONFTEST = f"""
+import sys
+
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in sys.modules if m.startswith({NOT_WITHOUT_A_ROLLOUT_TEST!r}))
+    (session.config.rootpath / "loaded.txt").write_text(" ".join(loaded), encoding="utf-8")
+"""
+
+
+def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest run in ``folder`` with the plugin and no other, in a process of its own (this
+    one has loaded everything), without the environment variables that turn features on."""
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for name in (options.CAPTURE_DIR_VARIABLE, options.HMAC_KEY_VARIABLE):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "pytest", "-p", "pytest_rollout.plugin", *args]
+    return subprocess.run(command, check=False, cwd=folder, env=env, capture_output=True, text=True)
+
+
+def _loaded(folder: Path, *args: str) -> list[str]:
+    """The layers loaded by the end of a session run in ``folder``."""
+    done = _pytest(folder, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (folder / "loaded.txt").read_text(encoding="utf-8").split()
+
+
+def test_a_session_without_a_rollout_test_loads_no_redactor_nor_comparison(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "conftest.py").write_text(LAYERS_CONFTEST, encoding="utf-8")
+    (tmp_path / "test_plain.py").write_text(
+        "def test_plain():\n    assert 1 + 1 == 2\n", encoding="utf-8"
+    )
+    assert _loaded(tmp_path) == []
+
+
+def test_a_session_with_a_rollout_test_loads_them(tmp_path: Path) -> None:
+    """The other side of the test above: the probe sees them when they are used."""
+    (tmp_path / "conftest.py").write_text(LAYERS_CONFTEST, encoding="utf-8")
+    (tmp_path / "test_agent_run.py").write_text(
+        "def test_agent_run(rollout):\n"
+        "    with rollout.run(prompt='hi') as run:\n"
+        "        run.output = 'hello'\n",
+        encoding="utf-8",
+    )
+    loaded = _loaded(tmp_path, "--rollout-record")
+    assert "pytest_rollout.safety.redact" in loaded
+
+
+def test_an_ini_value_is_still_checked_at_start_up(tmp_path: Path) -> None:
+    """Left unloaded until used, a setting the user wrote is still checked before any test
+    runs."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nrollout_prices = gpt-x=abc\n", encoding="utf-8")
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n", encoding="utf-8")
+    done = _pytest(tmp_path)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "rollout_prices:" in done.stderr
+
+
+def test_the_options_name_what_the_library_names() -> None:
+    """The options module names the redaction modes, the analyzers and two environment
+    variables itself (importing them would load the library at start-up)."""
+    assert tuple(m.value for m in RedactionMode) == options.REDACTION_MODES
+    assert RedactionMode(options.REDACTION_MODES[0]) is RedactionMode.REDACTED
+    assert options.ANALYZERS == ANALYZERS
+    assert options.CAPTURE_DIR_VARIABLE == ENV_VAR
+    assert options.HMAC_KEY_VARIABLE == HMAC_KEY_VARIABLE

@@ -1,4 +1,9 @@
-"""The command-line flags and ini keys of pytest-rollout, declared in one table each."""
+"""The command-line flags and ini keys of pytest-rollout, declared in one table each.
+
+Every pytest run loads this module, so it names what the options need itself rather than
+import the redactor, the analyzers or the capture for it (tests/test_startup.py checks that
+these names stay the library's).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,32 @@ from typing import Any, Final
 
 import pytest
 
-from ..analysis.options import ANALYZERS
-from ..safety.redact import RedactionMode
 from ..session.mode import Mode
 
-__all__ = ["REDACTION_MODES", "add_options"]
+__all__ = [
+    "ANALYZERS",
+    "CAPTURE_DIR_VARIABLE",
+    "HMAC_KEY_VARIABLE",
+    "REDACTION_MODES",
+    "add_options",
+]
 
-REDACTION_MODES: Final = tuple(m.value for m in RedactionMode)
+#: The redaction modes, the default first (``safety.redact.RedactionMode``).
+REDACTION_MODES: Final = ("redacted", "hashed", "full", "none")
+#: The analyzers' names (``analysis.options.ANALYZERS``).
+ANALYZERS: Final = (
+    "cost_anomaly",
+    "antipatterns",
+    "error_chain",
+    "context_window",
+    "tool_decisions",
+    "request_envelope",
+)
+#: The environment variable naming the capture directory (``safety.capture.ENV_VAR``).
+CAPTURE_DIR_VARIABLE: Final = "ROLLOUT_DIR"
+#: The environment variable of the request hashes' HMAC key
+#: (``analysis.options.HMAC_KEY_VARIABLE``).
+HMAC_KEY_VARIABLE: Final = "ROLLOUT_HMAC_KEY"
 
 #: (flag, keyword arguments of ``addoption``), in the order ``pytest --help`` shows them.
 FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
@@ -221,6 +245,13 @@ INI_KEYS: Final[tuple[tuple[str, str, str | None, Any], ...]] = (
         "do not fail tests whose run left recorded turns or tool results unused",
         "bool",
         False,
+    ),
+    (
+        "rollout_unrecorded_tools",
+        "a golden whose tool calls were not recorded (tools run outside rollout.tools) "
+        "fails its dry replay (fail, the default) or only warns (warn)",
+        None,
+        "fail",
     ),
 )
 

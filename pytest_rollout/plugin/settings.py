@@ -8,27 +8,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from ..analysis.options import (
-    CONTEXT_WINDOWS,
-    HMAC_KEY_VARIABLE,
-    AnalyzerOptions,
-    parse_analyzers,
-)
-from ..diff.canonical import DEFAULT_OPTIONS
 from ..errors import RolloutError
-from ..safety.capture import CaptureLimits, resolve_root
-from ..safety.redact import RedactionMode, Rule
-from ..sdk.pricing import PRICES, Price, parse_price
 from ..session.mode import Mode
-from .options import REDACTION_MODES
+from .options import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, REDACTION_MODES
+
+if TYPE_CHECKING:  # start-up: what only a rollout test needs is imported when it is used
+    from ..analysis.options import AnalyzerOptions
+    from ..safety.capture import CaptureLimits
+    from ..safety.redact import RedactionMode, Rule
+    from ..sdk.pricing import Price
 
 __all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rule"]
 
@@ -51,7 +47,13 @@ _ANALYZER_KEYS: Final = {
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """The session-wide settings, resolved from flags and ini keys."""
+    """The session-wide settings, resolved from flags and ini keys.
+
+    Every value is checked when the session starts. The redaction mode, the capture limits,
+    the prices and the analyzers' options are built there only when the user set them;
+    left at their defaults, they are built when a rollout test first asks for them, so a
+    session without one never loads the redactor, the capture or the analyzers.
+    """
 
     mode: Mode
     golden_dir: Path
@@ -62,18 +64,53 @@ class Settings:
     record_new: bool = False
     replay_mode: Mode = Mode.DRY
     capture_root: Path | None = None
-    capture_limits: CaptureLimits = field(default_factory=CaptureLimits)
-    redaction: RedactionMode = RedactionMode.REDACTED
     redact_rules: tuple[Rule, ...] = ()
     redact_keys: tuple[str, ...] = ()
     accept_edits: bool = False
-    prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
-    analyzers: AnalyzerOptions = field(default_factory=AnalyzerOptions)
     report_path: Path | None = None
     otel_path: Path | None = None
     audit: bool = False
     audit_tools: tuple[str, ...] = ()
     audit_keywords: tuple[str, ...] = ()
+    #: ``rollout_unrecorded_tools``: whether a dry replay of a golden with unrecorded tool
+    #: calls fails (else it warns).
+    fail_unrecorded: bool = True
+    #: The redaction mode's name, checked (see :attr:`redaction`).
+    redaction_name: str = "redacted"
+    #: What the ini keys set, checked; ``None``: the default, built on first use.
+    given_capture_limits: CaptureLimits | None = None
+    given_prices: Mapping[str, Price] | None = None
+    given_analyzers: AnalyzerOptions | None = None
+
+    @property
+    def redaction(self) -> RedactionMode:
+        from ..safety.redact import RedactionMode
+
+        return RedactionMode(self.redaction_name)
+
+    @property
+    def capture_limits(self) -> CaptureLimits:
+        if self.given_capture_limits is not None:
+            return self.given_capture_limits
+        from ..safety.capture import CaptureLimits
+
+        return CaptureLimits()
+
+    @property
+    def prices(self) -> Mapping[str, Price]:
+        if self.given_prices is not None:
+            return self.given_prices
+        from ..sdk.pricing import PRICES
+
+        return PRICES
+
+    @property
+    def analyzers(self) -> AnalyzerOptions:
+        if self.given_analyzers is not None:
+            return self.given_analyzers
+        from ..analysis.options import AnalyzerOptions
+
+        return AnalyzerOptions()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -104,19 +141,27 @@ class Settings:
             if allow is None
             else bool(allow),
             capture_root=capture_root,
-            capture_limits=capture_limits,
-            redaction=_redaction(config),
+            given_capture_limits=capture_limits,
+            redaction_name=_redaction(config),
             redact_rules=_redact_rules(config),
             redact_keys=_redact_keys(config),
             accept_edits=bool(config.getoption("rollout_accept_edits")),
-            prices=_prices(config),
-            analyzers=_analyzer_options(config),
+            given_prices=_prices(config),
+            given_analyzers=_analyzer_options(config),
             report_path=None if report is None else invocation / str(report),
             otel_path=None if otel is None else invocation / str(otel),
             audit=audit,
             audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
             audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),
+            fail_unrecorded=_fail_unrecorded(config),
         )
+
+
+def _fail_unrecorded(config: pytest.Config) -> bool:
+    value = str(config.getini("rollout_unrecorded_tools")).strip() or "fail"
+    if value not in ("fail", "warn"):
+        raise pytest.UsageError(f"rollout_unrecorded_tools must be fail or warn, got {value!r}")
+    return value == "fail"
 
 
 def _mode(config: pytest.Config) -> Mode:
@@ -153,31 +198,41 @@ def _golden_dir(config: pytest.Config) -> Path:
     return config.rootpath / str(config.getini("rollout_golden_dir"))
 
 
-def _capture(config: pytest.Config) -> tuple[Path | None, CaptureLimits]:
+def _capture(config: pytest.Config) -> tuple[Path | None, CaptureLimits | None]:
+    """The capture root (``None``: capture is off) and the limits the ini keys set
+    (``None``: the defaults)."""
+    where = (
+        os.environ.get(CAPTURE_DIR_VARIABLE),
+        config.getoption("rollout_dir"),
+        str(config.getini("rollout_dir")),
+    )
+    caps = [
+        str(config.getini(key))
+        for key in (
+            "rollout_capture_max_file_mb",
+            "rollout_capture_max_total_mb",
+            "rollout_capture_retention_days",
+        )
+    ]
+    if not any((text or "").strip() for text in (*where, *caps)):
+        return None, None  # capture is off and nothing to check: not even loaded
+    from ..safety.capture import CaptureLimits, resolve_root
+
     try:
-        root = resolve_root(
-            os.environ,
-            config.getoption("rollout_dir"),
-            str(config.getini("rollout_dir")),
-            config.invocation_params.dir,
-        )
-        limits = CaptureLimits.from_ini(
-            str(config.getini("rollout_capture_max_file_mb")),
-            str(config.getini("rollout_capture_max_total_mb")),
-            str(config.getini("rollout_capture_retention_days")),
-        )
+        root = resolve_root(os.environ, where[1], where[2], config.invocation_params.dir)
+        limits = CaptureLimits.from_ini(*caps) if any(c.strip() for c in caps) else None
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     return root, limits
 
 
-def _redaction(config: pytest.Config) -> RedactionMode:
+def _redaction(config: pytest.Config) -> str:
     name = config.getoption("rollout_redact") or str(config.getini("rollout_redact"))
     if name and name not in REDACTION_MODES:
         raise pytest.UsageError(
             f"rollout_redact must be one of {', '.join(REDACTION_MODES)}, got {name!r}"
         )
-    return RedactionMode(name or RedactionMode.REDACTED)
+    return str(name or REDACTION_MODES[0])
 
 
 def _redact_rules(config: pytest.Config) -> tuple[Rule, ...]:
@@ -193,6 +248,8 @@ def parse_rule(line: str) -> Rule:
     label, sep, pattern = line.partition("=")
     if not sep or not label.strip() or not pattern.strip():
         raise ValueError(f"write each rule as LABEL=REGEX, got {line!r}")
+    from ..safety.redact import Rule
+
     try:
         return Rule(label.strip(), pattern.strip())
     except RolloutError as exc:
@@ -203,9 +260,15 @@ def _redact_keys(config: pytest.Config) -> tuple[str, ...]:
     return tuple(str(k) for k in config.getini("rollout_redact_keys"))
 
 
-def _prices(config: pytest.Config) -> Mapping[str, Price]:
+def _prices(config: pytest.Config) -> Mapping[str, Price] | None:
+    """The built-in table with the ini key's prices over it (``None``: no price given)."""
+    lines = config.getini("rollout_prices")
+    if not lines:
+        return None
+    from ..sdk.pricing import PRICES, parse_price
+
     prices = dict(PRICES)
-    for line in config.getini("rollout_prices"):
+    for line in lines:
         try:
             model, price = parse_price(str(line))
         except ValueError as exc:
@@ -216,6 +279,10 @@ def _prices(config: pytest.Config) -> Mapping[str, Price]:
 
 def _ignore(config: pytest.Config) -> tuple[str, ...]:
     ignore = tuple(str(p) for p in config.getini("rollout_ignore"))
+    if not ignore:
+        return ignore
+    from ..diff.canonical import DEFAULT_OPTIONS
+
     try:
         DEFAULT_OPTIONS.extended(ignore_paths=ignore)
     except ValueError as exc:
@@ -223,8 +290,12 @@ def _ignore(config: pytest.Config) -> tuple[str, ...]:
     return ignore
 
 
-def _analyzer_options(config: pytest.Config) -> AnalyzerOptions:
-    """The analyzers the ini keys turn on, and their settings."""
+def _analyzer_options(config: pytest.Config) -> AnalyzerOptions | None:
+    """The analyzers the ini keys turn on, and their settings (``None``: none is set)."""
+    if not _analyzers_set(config):
+        return None
+    from ..analysis.options import AnalyzerOptions, parse_analyzers
+
     try:
         options: dict[str, Any] = {
             "enabled": parse_analyzers(str(n) for n in config.getini("rollout_analyzers")),
@@ -253,7 +324,20 @@ def _analyzer_options(config: pytest.Config) -> AnalyzerOptions:
         raise pytest.UsageError(message) from None
 
 
+def _analyzers_set(config: pytest.Config) -> bool:
+    """Whether an analyzer ini key, or the environment variable of the HMAC key, is set."""
+    if os.environ.get(HMAC_KEY_VARIABLE):
+        return True
+    for key in ("rollout_analyzers", "rollout_context_windows", *_ANALYZER_KEYS.values()):
+        value = config.getini(key)
+        if value.strip() if isinstance(value, str) else value:
+            return True
+    return False
+
+
 def _context_windows(config: pytest.Config) -> Mapping[str, int]:
+    from ..analysis.options import CONTEXT_WINDOWS
+
     windows = dict(CONTEXT_WINDOWS)
     for line in config.getini("rollout_context_windows"):
         model, sep, tokens = str(line).partition("=")
@@ -298,6 +382,9 @@ class MarkerOptions:
     def from_item(cls, item: pytest.Item) -> MarkerOptions:
         """The closest ``rollout`` marker of ``item``; a bad value is a ``RolloutError``
         that fails this test only."""
+        from ..analysis.options import parse_analyzers
+        from ..safety.redact import RedactionMode
+
         marker = item.get_closest_marker("rollout")
         kwargs: Mapping[str, Any] = marker.kwargs if marker else {}
         mode = kwargs.get("mode")
@@ -338,6 +425,8 @@ class HookSettings:
     redact_rules: tuple[Rule, ...] = ()
     redact_keys: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    #: ``pytest_rollout_rebuild_result`` as the engine calls it, when a plugin implements it.
+    rebuild: Callable[[str, Any], Any] | None = None
 
     @classmethod
     def from_item(cls, item: pytest.Item) -> HookSettings:
@@ -358,4 +447,13 @@ class HookSettings:
             for found in hook.pytest_rollout_ignore(config=config, item=item)
             for p in found or ()
         ]
-        return cls(tuple(rules), tuple(keys), tuple(ignore))
+        return cls(tuple(rules), tuple(keys), tuple(ignore), _rebuild_hook(hook))
+
+
+def _rebuild_hook(hook: Any) -> Callable[[str, Any], Any] | None:
+    """The ``pytest_rollout_rebuild_result`` hooks that reach a test (its conftests and
+    plugins), as one callable; ``None`` when nothing implements it."""
+    rebuild = hook.pytest_rollout_rebuild_result
+    if not rebuild.get_hookimpls():
+        return None
+    return lambda type_name, value: rebuild(type_name=type_name, value=value)
