@@ -8,7 +8,15 @@ from pathlib import Path
 import orjson
 import pytest
 from command import python_m
-from plugin_agent import IN_PROCESS, N2, WEATHER_TEST, failure_sections, record, write_project
+from plugin_agent import (
+    IN_PROCESS,
+    N2,
+    UNUSED_PLUGINS,
+    WEATHER_TEST,
+    failure_sections,
+    record,
+    write_project,
+)
 
 ANALYZED_TYPES = {
     "tool.decision",
@@ -126,7 +134,7 @@ def test_the_audit_trail_is_one_chain_across_xdist_workers(
     capture = pytester.path / "runs"
     monkeypatch.setenv("ROLLOUT_DIR", str(capture))
     result = pytester.runpytest_subprocess(
-        "-p", "no:hypothesispytest", *N2, "--rollout-record", "--rollout-audit"
+        *UNUSED_PLUGINS, *N2, "--rollout-record", "--rollout-audit"
     )
     result.assert_outcomes(passed=4)
     [trail] = list(capture.glob("*/audit.jsonl"))

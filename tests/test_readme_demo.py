@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from plugin_agent import UNUSED_PLUGINS
+
 ROOT: Final = Path(__file__).resolve().parent.parent
 
 SETUP_COMMANDS: Final = (
@@ -45,7 +47,7 @@ def test_demo_records_replays_and_reports_a_divergence() -> None:
 
 def test_committed_example_goldens_replay() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *UNUSED_PLUGINS],
         cwd=ROOT / "examples" / "weather",
         capture_output=True,
         text=True,
