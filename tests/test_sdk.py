@@ -182,18 +182,19 @@ def test_a_changed_prompt_is_a_prompt_mismatch_and_never_a_live_call(api: str) -
     assert [d.kind for d in replay.engine.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
 
 
-def test_an_sdk_retry_of_a_diverged_request_is_not_a_second_divergence() -> None:
+def test_a_divergence_through_the_anthropic_sdk_is_raised_unwrapped_and_once() -> None:
     golden = _record(ANTHROPIC_MESSAGES)
     replay = _session(Mode.DRY, golden)
     client = replay.anthropic(
         transport=offline_transport(), base_url=ANTHROPIC_BASE_URL, max_retries=2
     )
-    client._sleep_for_retry = lambda **_: None  # no back-off wait in the test
-    with replay.run(), pytest.raises(anthropic.APIConnectionError) as raised:
+    with replay.run(), pytest.raises(ReplayDivergenceError) as raised:
         client.messages.create(
             model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
-    assert isinstance(raised.value.__cause__, ReplayDivergenceError)  # the SDK wraps it
+    # Also the SDK's own error base, so the SDK neither wraps it nor retries it.
+    assert isinstance(raised.value, anthropic.AnthropicError)
+    assert not isinstance(raised.value, anthropic.APIError)
     assert replay.engine.replay is not None
     assert [d.kind for d in replay.engine.replay.divergences] == [DivergenceKind.PROMPT_MISMATCH]
 

@@ -264,8 +264,9 @@ class Exchange:
     def answer(self, api: Api, request: WireRequest, body: bytes) -> Answer:
         """Replay: the golden's response to ``request``, or a replay divergence.
 
-        An SDK may retry a request that raised (Anthropic's does): the same bytes again get
-        the same error, so one divergence is reported once.
+        An SDK may retry a request that raised (the transport keeps current SDKs from it;
+        older Anthropic SDKs retry any exception): the same bytes again get the same error,
+        so one divergence is reported once.
         """
         refused = self._refused
         if refused is not None and refused[0] == body:

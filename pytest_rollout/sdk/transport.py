@@ -12,16 +12,23 @@ bodies (:class:`_TeeBody`, :class:`_ServedBody`) and the transports (:class:`_Sy
 libraries check that a transport and a body are of their own base classes, so
 :func:`transport_classes` binds ours to the library a client comes from, once per library,
 when first asked (neither library is imported before that).
+
+In dry replay a request the golden cannot answer is refused by raising (a replay divergence,
+or a request that is not a model call) from the transport, and that error must reach the
+agent as it is: :func:`_for_the_agent` makes it one the sending SDK neither wraps nor
+retries (the Anthropic SDK turns any other exception into a retried ``APIConnectionError``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, Final, TypeVar, cast
 
+from ..errors import RolloutError
 from .exchange import Answer, Exchange, Flight, LiveTurn
 from .failures import may_retry
 
@@ -170,6 +177,47 @@ class _Library:
         )
 
 
+# --------------------------------------------------------------------------- replay errors
+
+#: SDKs that wrap whatever their HTTP client raises (Anthropic's makes it an
+#: ``APIConnectionError``, "Connection error.", and retries it), except their own errors,
+#: which they raise as they are: the module, its errors' base class, and the header every
+#: request of that SDK carries.
+_WRAPPING_SDKS: Final = (("anthropic", "AnthropicError", "anthropic-version"),)
+
+_UNWRAPPED: dict[tuple[type, ...], type[RolloutError]] = {}
+
+
+def _unwrapped_class(cls: type[RolloutError], bases: tuple[type, ...]) -> type[RolloutError]:
+    """``cls``, also a subclass of the SDK error ``bases``; named and shown as ``cls`` is."""
+    found = _UNWRAPPED.get((cls, *bases))
+    if found is None:
+        namespace = {
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+        }
+        made = cast(type[RolloutError], type(cls.__name__, (cls, *bases), namespace))
+        found = _UNWRAPPED.setdefault((cls, *bases), made)
+    return found
+
+
+def _for_the_agent(exc: RolloutError, request: Any) -> None:
+    """Dry replay's refusal of ``request`` (a replay divergence, a request that is not a
+    model call), made to reach the agent unchanged through the SDK that sent it: never
+    wrapped, never retried. The exception stays the same object (the session recorded it)
+    and an instance of its own class; it only gains the SDK's error base."""
+    for module_name, base_name, header in _WRAPPING_SDKS:
+        base = getattr(sys.modules.get(module_name), base_name, None)
+        if (
+            isinstance(base, type)
+            and issubclass(base, Exception)
+            and not isinstance(exc, base)
+            and request.headers.get(header) is not None
+        ):
+            exc.__class__ = _unwrapped_class(type(exc), (base,))
+
+
 # --------------------------------------------------------------------------- transports
 
 
@@ -203,11 +251,16 @@ class _RolloutTransport:
 
     def _route(self, request: Any, body: bytes) -> _Route:
         exchange = self.exchange
-        call = exchange.model_request(request.method, request.url.path, body)
-        if call is None:
-            return _Route()
-        if exchange.replaying:
-            return _Route(served=self.library.served(exchange.answer(*call, body), request))
+        try:
+            call = exchange.model_request(request.method, request.url.path, body)
+            if call is None:
+                return _Route()
+            if exchange.replaying:
+                return _Route(served=self.library.served(exchange.answer(*call, body), request))
+        except RolloutError as exc:
+            if exchange.replaying:
+                _for_the_agent(exc, request)
+            raise
         return _Route(flight=exchange.send(*call, body, _retry(request)))
 
     def _recorded(self, route: _Route, response: Any, request: Any) -> Any:
