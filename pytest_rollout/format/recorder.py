@@ -65,8 +65,9 @@ _dumps: Final = orjson.dumps
 #: The only types that can move the step (the rest carry the current one).
 _STEP_MOVERS: Final = frozenset({RUN_STARTED, LLM_TURN_STARTED, LLM_TURN_COMPLETED})
 _TURN_TYPES: Final = frozenset({LLM_TURN_STARTED, LLM_TURN_COMPLETED})
-#: The types whose events _queue decides more about: the run's end, a turn boundary.
-_QUEUED_SLOWLY: Final = TERMINAL_TYPES | _TURN_TYPES
+#: The types whose events _queue decides more about (the run's end, a turn boundary), and
+#: those that move the step: the rest are queued inline by emit_payload.
+_QUEUED_SLOWLY: Final = TERMINAL_TYPES | _TURN_TYPES | _STEP_MOVERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +203,31 @@ class Recorder:
         event's step follows from its type. What :meth:`emit` does, minus the encoding: the
         bytes are recorded as they are (redacted like any payload). Never raises; a
         payload that is not ``bytes`` is counted as one that could not be encoded."""
+        if type(payload) is bytes and event_type not in _QUEUED_SLOWLY:
+            # The common event (a tool call's): what _queue does, inline.
+            lock = self._lock
+            lock.acquire()
+            try:
+                if self._closed:
+                    self._late += 1
+                    return
+                pending = self._pending
+                pending.append((self._clock(), event_type, payload, self._step, True))
+                if len(pending) < self._batch:
+                    return
+            except Exception:  # the recorder must never break the run it records
+                with contextlib.suppress(Exception):
+                    self._pending.append(_LOST)
+                return
+            finally:
+                lock.release()
+            self._drain(False)
+            return
+        self._emit_payload_slowly(event_type, payload)
+
+    def _emit_payload_slowly(self, event_type: str, payload: bytes) -> None:
+        """:meth:`emit_payload` of an event that moves the step or ends a batch early (a
+        turn boundary, the run's end), or of a payload that is not ``bytes``."""
         lock = self._lock
         lock.acquire()
         try:
@@ -209,16 +235,9 @@ class Recorder:
                 self._late += 1
                 return
             step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
-            if type(payload) is not bytes or event_type in _QUEUED_SLOWLY:
-                terminal = event_type in TERMINAL_TYPES
-                checked = payload if type(payload) is bytes else self._not_bytes(terminal)
-                due, boundary = self._queue(event_type, checked, step, True, terminal)
-            else:  # the common event (a tool call's): what _queue does, inline
-                pending = self._pending
-                pending.append((self._clock(), event_type, payload, step, True))
-                due = boundary = False
-                if len(pending) >= self._batch:
-                    due = True
+            terminal = event_type in TERMINAL_TYPES
+            checked = payload if type(payload) is bytes else self._not_bytes(terminal)
+            due, boundary = self._queue(event_type, checked, step, True, terminal)
         except Exception:  # the recorder must never break the run it records
             with contextlib.suppress(Exception):
                 self._pending.append(_LOST)

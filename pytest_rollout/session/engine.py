@@ -464,15 +464,6 @@ class Engine:
     def audit_action(self, action: Mapping[str, Any], *, live: bool) -> None:
         self._audit_event(AUDIT_ACTION, action, live=live)
 
-    def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
-        return self.calls.tool_started(name, bound)
-
-    def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
-        return self.calls.replayed_result(name, call_id, step, call)
-
-    def tool_completed(self, name: str, call_id: str | None, t0: float, **end: Any) -> None:
-        self.calls.tool_completed(name, call_id, t0, **end)
-
     # -- the end ------------------------------------------------------------------
 
     def close(self) -> None:

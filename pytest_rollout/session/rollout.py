@@ -107,10 +107,10 @@ class RolloutSession:
         self._refuse_unrecorded()
         engine = self.engine
         if isinstance(tools, Mapping):
-            wrapped: Any = {name: wrap_tool(engine, name, fn) for name, fn in tools.items()}
+            wrapped: Any = {name: wrap_tool(engine.calls, name, fn) for name, fn in tools.items()}
             names = list(tools)
         elif isinstance(tools, list | tuple):
-            found, names = wrap_tools(engine, tools)
+            found, names = wrap_tools(engine.calls, tools)
             wrapped = found if isinstance(tools, list) else tuple(found)
         else:
             raise TypeError(
