@@ -15,6 +15,7 @@ recorded on are checked for that order and put in it, so runs that agree pay not
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -364,6 +365,9 @@ def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[F
         if a is None:
             return (FieldChange("(event)", "added", _MISSING, _view(b)),)
         return (FieldChange("(event)", "removed", _view(a), _MISSING),)
+    single = _single_change(_view(a), _view(b))
+    if single is not None:
+        return (single,)
     from deepdiff import DeepDiff  # noqa: PLC0415  (costs ~150 ms: only a failure needs it)
 
     diff = DeepDiff(_view(a), _view(b), view="tree", ignore_order=False)
@@ -382,6 +386,49 @@ def field_changes(a: CanonicalEvent | None, b: CanonicalEvent | None) -> tuple[F
             changes.append(found)
     changes.sort(key=lambda c: _PATH_ORDER.get(c.path.split(".", 1)[0], 9))
     return tuple(changes)
+
+
+#: The leaf types :func:`_single_change` describes (``bool`` is a type of its own here).
+_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+#: Longer lists are left to deepdiff, which may pair their items another way.
+_SHORT_LIST: Final = 64
+
+
+def _single_change(x: Any, y: Any) -> FieldChange | None:
+    """The one change between two views that differ in exactly one leaf, nothing else: the
+    same keys, list lengths and JSON kinds everywhere, and one value of the same type that
+    is unequal. Deepdiff describes such a pair with that one ``changed`` path, so it need
+    not be imported; any other pair (``None``) is left to it."""
+    found: list[FieldChange] = []
+    if not _leaf_changes(x, y, [], found) or len(found) != 1:
+        return None
+    return found[0]
+
+
+def _leaf_changes(x: Any, y: Any, path: list[str | int], found: list[FieldChange]) -> bool:
+    """Collect in ``found`` the unequal leaves of ``x`` and ``y``; ``False`` as soon as the
+    pair is not of the kind :func:`_single_change` describes (or has a second change)."""
+    kind = type(x)
+    if kind is not type(y):
+        return False
+    if kind is dict:
+        if x.keys() != y.keys() or not all(type(k) is str for k in x):
+            return False
+        return all(_leaf_changes(v, y[k], [*path, k], found) for k, v in x.items())
+    if kind is list:
+        if len(x) != len(y) or len(x) > _SHORT_LIST:
+            return False
+        return all(
+            _leaf_changes(p, q, [*path, i], found)
+            for i, (p, q) in enumerate(zip(x, y, strict=True))
+        )
+    if kind not in _LEAVES or (kind is float and not (math.isfinite(x) and math.isfinite(y))):
+        return False
+    if x == y:
+        # Equal floats of another sign (0.0, -0.0) differ in canonical form: left to deepdiff.
+        return kind is not float or canonical_bytes(x) == canonical_bytes(y)
+    found.append(FieldChange(_dotted(path), "changed", x, y))
+    return len(found) == 1
 
 
 def _same(x: Any, y: Any) -> bool:
