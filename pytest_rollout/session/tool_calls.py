@@ -17,9 +17,9 @@ import orjson
 
 from ..diff.divergence import ReplayDivergenceError
 from ..format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED
-from ..format.jsonable import json_default, to_json_data_or_placeholder
+from ..format.jsonable import encode_event
 from ..format.recorder import Recorder
-from ..format.typed import PLAIN_TYPES, type_tag_of_class
+from ..format.typed import type_tag
 from ..replay.rebuild import RebuildHook, rebuild_result
 from ..replay.recorded import RecordedCall, Replay
 from ..replay.tool_errors import rebuild_error
@@ -28,8 +28,6 @@ from .tools import AnnouncedCalls
 
 __all__ = ["RunSide", "ToolCalls"]
 
-_dumps = orjson.dumps
-_default = json_default
 _clock = time.perf_counter
 
 
@@ -74,8 +72,8 @@ class ToolCalls:
     def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
         """Record a call's start; when replaying, find its recorded answer (or raise).
 
-        The event is encoded once (as :func:`~..format.jsonable.encode_event` does); the
-        plain arguments are read back from its bytes only for what compares or redacts them
+        The event is encoded once (:func:`~..format.jsonable.encode_event`); the plain
+        arguments are read back from its bytes only for what compares or redacts them
         (replay, the audit trail)."""
         run = self._run
         if not self._started:
@@ -84,11 +82,7 @@ class ToolCalls:
         data = self._announced.started(name, bound)
         call_id = data["call_id"]
         step = run.recorder.step
-        try:  # encode_event, inline: the common call's arguments are a snapshot's bytes
-            payload: bytes | None = _dumps(data, _default)
-        except Exception:
-            payload = None
-            data["arguments"] = to_json_data_or_placeholder(data["arguments"])
+        payload = encode_event(data, "arguments")
         if payload is None:
             run.record(TOOL_CALL_STARTED, data)
         else:
@@ -142,24 +136,17 @@ class ToolCalls:
         # at a fraction of its cost).
         duration_ms = int((_clock() - t0) * 1e6 + 0.5) / 1000
         run = self._run
+        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": duration_ms}
         if error is not None:
-            failed: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": duration_ms}
-            failed["error"] = tool_error_data(error)
-            run.record(TOOL_CALL_COMPLETED, failed)
-            return
-        data: dict[str, Any] = {
-            "call_id": call_id,
-            "name": name,
-            "duration_ms": duration_ms,
-            "output": output,
-        }
-        cls = type(output)
-        if cls not in PLAIN_TYPES:  # type_tag, inline: a plain value has no tag
-            data["output_type"] = type_tag_of_class(cls)
-        try:  # encoded once, as the arguments are (encode_event, inline)
-            payload = _dumps(data, _default)
-        except Exception:
-            data["output"] = to_json_data_or_placeholder(output)
+            data["error"] = tool_error_data(error)
             run.record(TOOL_CALL_COMPLETED, data)
             return
-        run.record_encoded(TOOL_CALL_COMPLETED, payload)
+        data["output"] = output
+        tag = type_tag(output)
+        if tag is not None:
+            data["output_type"] = tag
+        payload = encode_event(data, "output")  # encoded once, as the arguments are
+        if payload is None:
+            run.record(TOOL_CALL_COMPLETED, data)
+        else:
+            run.record_encoded(TOOL_CALL_COMPLETED, payload)

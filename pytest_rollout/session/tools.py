@@ -238,22 +238,8 @@ class AnnouncedCalls:
             return {"call_id": None, "name": name, "arguments": bound}
         part, wrapped = snapshot(bound)
         with self._lock:
-            call_id = self._claim_first(name, wrapped)
-            if call_id is None:
-                call_id = self._claim(name, part, wrapped)
+            call_id = self._claim(name, part, wrapped)
         return {"call_id": call_id, "name": name, "arguments": part}
-
-    def _claim_first(self, name: str, wrapped: bytes | None) -> str | None:
-        """The common claim, cheaply: the first unclaimed call of that name, when its
-        arguments are the same bytes (what :meth:`_claim` would claim first); else None."""
-        if wrapped is not None:
-            for call in self._calls:
-                if call.name == name and not call.claimed:
-                    if wrapped != call.wrapped:
-                        return None
-                    call.claimed = True
-                    return call.call_id
-        return None
 
     def _claim(self, name: str, part: Any, wrapped: bytes | None) -> str | None:
         plain: list[Any] = []  # the call's plain arguments, once read back
@@ -350,21 +336,14 @@ def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callab
 
         @wraps(fn)
         async def async_tool(*args: Any, **kwargs: Any) -> Any:
-            call_id, step, replayed = engine.tool_started(name, bind(args, kwargs))
-            if replayed is not None:
-                return engine.replayed_result(name, call_id, step, replayed)
-            t0 = time.perf_counter()
-            try:
-                result = await fn(*args, **kwargs)
-            except Exception as exc:
-                engine.tool_completed(name, call_id, t0, error=exc)
-                raise
-            engine.tool_completed(name, call_id, t0, output=result)
-            return result
+            return await acall_recorded(
+                engine, name, bind(args, kwargs), lambda: fn(*args, **kwargs)
+            )
 
         return async_tool
 
-    # Bound once: a wrapped tool's own cost is on every call of the agent's.
+    # call_recorded, inline and with its methods bound once: a wrapped sync tool's own cost
+    # is on every call the agent makes (the tool-call benchmark times this path).
     started, clock = engine.tool_started, time.perf_counter
 
     @wraps(fn)
