@@ -36,7 +36,7 @@ from ..format.events import (
 )
 from ..format.jsonable import to_json_data
 from ..format.loader import Rollout, load
-from .history import TurnRequest, new_messages, request_hash
+from .history import TurnRequest, _as_is, new_messages, request_hash
 from .turns import Turn
 
 __all__ = ["RecordedCall", "RecordedProvider", "RecordedTurn", "Recording", "Replay"]
@@ -136,10 +136,6 @@ def _recorded_call(start: Event, done: Event | None, position: int) -> RecordedC
         error=result.get("error"),
         output_type=output_type if isinstance(output_type, str) else None,
     )
-
-
-def _as_is(value: Any) -> Any:
-    return value
 
 
 def _call_key(event: Event) -> tuple[int, str]:

@@ -186,9 +186,7 @@ class TurnLog:
             head = min(self._entries, key=_key)
             if int(head.key) > self._first_open(recording):
                 break
-            if not head.started:
-                head.started = True
-                self._write(partial(self.session.open_sdk_turn, head.request))
+            self._write_start(head)
             if head.end is None:
                 break
             self._entries.remove(head)
@@ -218,15 +216,17 @@ class TurnLog:
                     self._entries.remove(entry)
                     self._write_entry(entry)
             for entry in sorted(self._entries, key=_key):
-                if not entry.started:
-                    entry.started = True
-                    self._write(partial(self.session.open_sdk_turn, entry.request))
+                self._write_start(entry)
             self._arm()
 
-    def _write_entry(self, entry: Entry) -> None:
+    def _write_start(self, entry: Entry) -> None:
+        """The turn's ``llm.turn.started``, unless it is out already."""
         if not entry.started:
             entry.started = True
             self._write(partial(self.session.open_sdk_turn, entry.request))
+
+    def _write_entry(self, entry: Entry) -> None:
+        self._write_start(entry)
         if entry.end is not None:
             self._write(entry.end)
 
