@@ -60,7 +60,10 @@ def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
     """The report's first line: where this run left its reference run, what kind of
     divergence that was, and whose it is."""
     divergences = leading_divergences(verdict.report)
-    headline = divergences[0] if divergences else None
+    return _headline(divergences[0] if divergences else None, labels)
+
+
+def _headline(headline: Divergence | None, labels: Labels) -> str:
     if headline is None:
         return f"{labels.b} matches its {labels.a}"
     return (
@@ -77,10 +80,10 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
     divergences = leading_divergences(verdict.report)
     comparison = verdict.comparison
     if not divergences:
-        return [render_headline(verdict, labels)]
+        return [_headline(None, labels)]
     headline = divergences[0]
     lines = [
-        render_headline(verdict, labels),
+        _headline(headline, labels),
         f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}",
         f"Divergence: {excerpt(headline.detail, 200)}",
     ]

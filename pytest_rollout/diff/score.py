@@ -26,7 +26,6 @@ __all__ = [
     "score",
     "summarize",
     "tokens_per_second",
-    "turn_tokens",
 ]
 
 #: The keys of a turn's ``usage`` that count the input tokens read from the provider's
@@ -80,19 +79,6 @@ def tokens_per_second(output_tokens: Any, latency_ms: Any) -> float | None:
     if tokens is None or latency is None or latency <= 0 or tokens < 0:
         return None
     return tokens * 1000.0 / latency
-
-
-def turn_tokens(usage: Any) -> tuple[int, int, int, int]:
-    """``(input, output, cache read, cache write)`` tokens of a turn's ``usage`` (0 where a
-    count is missing or not a number)."""
-    if not isinstance(usage, dict):
-        return 0, 0, 0, 0
-    return (
-        _tokens(usage.get("input_tokens")),
-        _tokens(usage.get("output_tokens")),
-        _tokens(usage.get(CACHE_READ_TOKENS)),
-        _tokens(usage.get(CACHE_WRITE_TOKENS)),
-    )
 
 
 def _number(value: Any) -> float | None:
