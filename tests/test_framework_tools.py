@@ -45,16 +45,11 @@ class StubRecorder:
     def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
         return call.output
 
-    def tool_completed(
-        self,
-        name: str,
-        call_id: str | None,
-        t0: float,
-        *,
-        output: Any = None,
-        error: BaseException | None = None,
-    ) -> None:
-        self.completed.append((name, error if error is not None else output))
+    def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
+        self.completed.append((name, output))
+
+    def tool_failed(self, name: str, call_id: str | None, t0: float, error: BaseException) -> None:
+        self.completed.append((name, error))
 
 
 RAN: list[str] = []

@@ -19,15 +19,48 @@ def test_first_call_with_equal_arguments_is_claimed_even_if_later_bytes_match() 
             ToolCall("second", "lookup", {"a": 1, "b": 2}),  # the very same bytes
         ]
     )
-    assert calls.started("lookup", {"a": 1, "b": 2})["call_id"] == "first"
-    assert calls.started("lookup", {"a": 1, "b": 2})["call_id"] == "second"
-    assert calls.started("lookup", {"a": 1, "b": 2})["call_id"] is None
+    assert calls.started("lookup", {"a": 1, "b": 2})[0]["call_id"] == "first"
+    assert calls.started("lookup", {"a": 1, "b": 2})[0]["call_id"] == "second"
+    assert calls.started("lookup", {"a": 1, "b": 2})[0]["call_id"] is None
 
 
 def test_changed_arguments_still_claim_the_call_of_that_name() -> None:
     calls = AnnouncedCalls()
     calls.announce([ToolCall("only", "lookup", {"a": 1})])
-    assert calls.started("lookup", {"a": 2})["call_id"] == "only"
+    assert calls.started("lookup", {"a": 2})[0]["call_id"] == "only"
+
+
+def test_a_call_is_encoded_once_with_the_id_of_the_call_it_claims() -> None:
+    calls = AnnouncedCalls()
+    calls.announce([ToolCall("c1", "lookup", {"q": "x"}), ToolCall("c2", "lookup", {"q": "y"})])
+    data, payload = calls.started("lookup", {"q": "y"})
+    assert data["call_id"] == "c2"
+    assert payload == b'{"call_id":"c2","name":"lookup","arguments":{"q":"y"}}'
+    data, payload = calls.started("lookup", {"q": "x"})
+    assert payload == b'{"call_id":"c1","name":"lookup","arguments":{"q":"x"}}'
+
+
+class _Ambiguous:
+    """A value whose ``==`` raises (as an array's does), recorded through ``model_dump``."""
+
+    def model_dump(self, mode: str = "python") -> dict[str, int]:
+        return {"a": 1}
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("the truth value of an array is ambiguous")
+
+    __hash__ = object.__hash__
+
+
+def test_arguments_whose_equality_raises_are_claimed_by_their_recorded_form() -> None:
+    calls = AnnouncedCalls()
+    calls.announce(
+        [ToolCall("other", "f", {"q": {"a": 2}}), ToolCall("mine", "f", {"q": {"a": 1}})]
+    )
+    data, payload = calls.started("f", {"q": _Ambiguous()})
+    assert data["call_id"] == "mine"
+    assert payload is not None
+    assert payload.endswith(b'"arguments":{"q":{"a":1}}}')
 
 
 class _Provider:

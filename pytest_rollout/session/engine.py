@@ -133,7 +133,9 @@ class Engine:
         self._provider: str | None = None
         self._cost = 0.0
         self._costed = False
-        self.calls = ToolCalls(self, replays=self._replays, rebuild_hook=rebuild_hook)
+        self.calls = ToolCalls(
+            self, replays=self._replays, rebuild_hook=rebuild_hook, audits=audit is not None
+        )
         self._verdict: Verdict | None = None
 
     # -- the golden and its replay ------------------------------------------------

@@ -17,9 +17,9 @@ import orjson
 
 from ..diff.divergence import ReplayDivergenceError
 from ..format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED
-from ..format.jsonable import encode_event
+from ..format.jsonable import json_default, to_json_data_or_placeholder
 from ..format.recorder import Recorder
-from ..format.typed import type_tag
+from ..format.typed import PLAIN_TYPES, type_tag_of_class
 from ..replay.rebuild import RebuildHook, rebuild_result
 from ..replay.recorded import RecordedCall, Replay
 from ..replay.tool_errors import rebuild_error
@@ -55,11 +55,19 @@ class RunSide(Protocol):
 class ToolCalls:
     """The calls of one run, as wrapped tools report them (see :class:`.tools.ToolRecorder`)."""
 
-    __slots__ = ("_announced", "_rebuild_hook", "_replays", "_run", "_started")
+    __slots__ = ("_announced", "_audits", "_rebuild_hook", "_replays", "_run", "_started")
 
-    def __init__(self, run: RunSide, *, replays: bool, rebuild_hook: RebuildHook | None) -> None:
+    def __init__(
+        self,
+        run: RunSide,
+        *,
+        replays: bool,
+        rebuild_hook: RebuildHook | None,
+        audits: bool = False,
+    ) -> None:
         self._run = run
         self._replays = replays
+        self._audits = audits  # whether the run keeps an audit trail
         self._rebuild_hook = rebuild_hook
         self._announced = AnnouncedCalls()
         self._started = False
@@ -72,25 +80,24 @@ class ToolCalls:
     def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
         """Record a call's start; when replaying, find its recorded answer (or raise).
 
-        The event is encoded once (:func:`~..format.jsonable.encode_event`); the plain
+        The event is encoded once (:meth:`.tools.AnnouncedCalls.started`); the plain
         arguments are read back from its bytes only for what compares or redacts them
         (replay, the audit trail)."""
         run = self._run
         if not self._started:
             run.ensure_started()
             self._started = True
-        data = self._announced.started(name, bound)
-        call_id = data["call_id"]
-        step = run.recorder.step
-        payload = encode_event(data, "arguments")
+        data, payload = self._announced.started(name, bound)
         if payload is None:
             run.record(TOOL_CALL_STARTED, data)
         else:
             run.record_encoded(TOOL_CALL_STARTED, payload)
+        call_id = data["call_id"]
         replay = run.replay if self._replays else None
-        audited = run.audited(name)
+        audited = self._audits and run.audited(name)
         if replay is None and not audited:
-            return call_id, step, None
+            return call_id, 0, None  # the step is what a replayed answer needs
+        step = run.recorder.step
         arguments = data["arguments"] if payload is None else orjson.loads(payload)["arguments"]
         if audited:
             # In the audit trail only: a run's events (and so its golden) do not depend on
@@ -121,32 +128,30 @@ class ToolCalls:
         self._run.record(TOOL_CALL_COMPLETED, data)
         return rebuild_result(call.output, call.output_type, self._rebuild_hook, tool=name)
 
-    def tool_completed(
-        self,
-        name: str,
-        call_id: str | None,
-        t0: float,
-        *,
-        output: Any = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """A live call's ``tool.call.completed``, with its output (and the output's type,
-        when it is not plain JSON) or its error."""
-        # The duration in milliseconds to the microsecond (what ``round(ms, 3)`` gives,
-        # at a fraction of its cost).
-        duration_ms = int((_clock() - t0) * 1e6 + 0.5) / 1000
-        run = self._run
-        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": duration_ms}
-        if error is not None:
-            data["error"] = tool_error_data(error)
-            run.record(TOOL_CALL_COMPLETED, data)
-            return
+    def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
+        """A live call's ``tool.call.completed`` with its output (and the output's type, when
+        it is not plain JSON)."""
+        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": _since(t0)}
         data["output"] = output
-        tag = type_tag(output)
-        if tag is not None:
-            data["output_type"] = tag
-        payload = encode_event(data, "output")  # encoded once, as the arguments are
-        if payload is None:
-            run.record(TOOL_CALL_COMPLETED, data)
-        else:
-            run.record_encoded(TOOL_CALL_COMPLETED, payload)
+        cls = type(output)
+        if cls not in PLAIN_TYPES:  # type_tag, inline: this is on every call's path
+            data["output_type"] = type_tag_of_class(cls)
+        try:  # encode_event, inline: encoded once, as the arguments are
+            payload = orjson.dumps(data, default=json_default)
+        except Exception:  # keys that are not strings, a value that cannot be recorded
+            data["output"] = to_json_data_or_placeholder(output)
+            self._run.record(TOOL_CALL_COMPLETED, data)
+            return
+        self._run.record_encoded(TOOL_CALL_COMPLETED, payload)
+
+    def tool_failed(self, name: str, call_id: str | None, t0: float, error: BaseException) -> None:
+        """A live call's ``tool.call.completed`` with the error it raised."""
+        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": _since(t0)}
+        data["error"] = tool_error_data(error)
+        self._run.record(TOOL_CALL_COMPLETED, data)
+
+
+def _since(t0: float) -> float:
+    """Milliseconds since ``t0``, to the microsecond (what ``round(ms, 3)`` gives, at a
+    fraction of its cost)."""
+    return int((_clock() - t0) * 1e6 + 0.5) / 1000

@@ -27,8 +27,16 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, Final, Protocol
 
+import orjson
+
 from ..errors import RolloutError
-from ..format.jsonable import snapshot, snapshot_value
+from ..format.jsonable import (
+    encode_event,
+    json_default,
+    snapshot,
+    snapshot_tail,
+    snapshot_value,
+)
 from ..replay.turns import ToolCall
 
 __all__ = [
@@ -111,7 +119,10 @@ def _places(signature: inspect.Signature, count: int, keywords: tuple[str, ...])
 
 
 class Binder:
-    """:func:`bind_arguments` for one signature, with each call shape bound once."""
+    """:func:`bind_arguments` for one signature, with each call shape bound once.
+
+    A call's ``kwargs`` is the dict its wrapper received as ``**kwargs`` (a dict of the
+    call's own): a call by keywords in the signature's order gives it back as it is."""
 
     __slots__ = ("_shapes", "_signature")
 
@@ -131,7 +142,7 @@ class Binder:
         if places is None:
             return _unbound(args, kwargs)
         if places is _AS_GIVEN:
-            return dict(kwargs)
+            return kwargs  # a call's ``**kwargs`` is a dict of its own
         arguments: dict[str, Any] = {}
         for name, kind, source in places:
             if kind == _POSITIONAL:
@@ -162,36 +173,43 @@ class ToolRecorder(Protocol):
     """What a wrapped tool reports its calls to (the session's engine)."""
 
     def tool_started(self, name: str, bound: Mapping[str, Any]) -> tuple[str | None, int, Any]:
-        """Record a call's start: its call id, its step, and its recorded answer (or None)."""
+        """Record a call's start: its call id, its step (when it has a recorded answer)
+        and its recorded answer (or None)."""
         ...
 
     def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
         """The recorded answer of a replayed call (or its error raised again)."""
         ...
 
-    def tool_completed(
-        self,
-        name: str,
-        call_id: str | None,
-        t0: float,
-        *,
-        output: Any = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """Record a live call's end, with its output or its error."""
+    def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
+        """Record a live call's end with its output (``t0``: when it started)."""
+        ...
+
+    def tool_failed(self, name: str, call_id: str | None, t0: float, error: BaseException) -> None:
+        """Record a live call's end with the error it raised."""
         ...
 
 
 @dataclass(slots=True)
 class _Announced:
-    """A tool call announced by a turn, waiting for the agent to make it; its arguments as
-    :func:`~pytest_rollout.format.jsonable.snapshot` gives them."""
+    """A tool call announced by a turn, waiting for the agent to make it: its arguments as
+    the turn gave them, and as :func:`~pytest_rollout.format.jsonable.snapshot` gives them
+    (``tail``: the bytes of the arguments, then the ``}`` that closes an event whose last
+    key they are)."""
 
     call_id: str
     name: str
+    arguments: Any
     part: Any
     wrapped: bytes | None
+    tail: bytes | None
     claimed: bool = False
+
+    @classmethod
+    def of(cls, call: ToolCall) -> _Announced:
+        part, wrapped = snapshot(call.arguments)
+        tail = None if wrapped is None else snapshot_tail(wrapped)
+        return cls(call.id, call.name, call.arguments, part, wrapped, tail)
 
     def same_arguments(self, part: Any, wrapped: bytes | None, plain: list[Any]) -> bool:
         """Whether a call's arguments (a snapshot) are this call's, compared as plain data:
@@ -223,23 +241,44 @@ class AnnouncedCalls:
 
     def announce(self, calls: Iterable[ToolCall]) -> None:
         """A turn's tool calls (those of the turn before are forgotten)."""
-        announced = [_Announced(c.id, c.name, *snapshot(c.arguments)) for c in calls]
+        announced = [_Announced.of(c) for c in calls]
         with self._lock:
             self._calls = announced
 
-    def started(self, name: str, bound: Mapping[str, Any]) -> dict[str, Any]:
-        """The ``tool.call.started`` data of a call: the id of the announced call it
-        claims, and its arguments as they come, unless they are to be compared with an
-        announced call's (then they are encoded here, once, and go in as those bytes)."""
+    def started(self, name: str, bound: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+        """The ``tool.call.started`` data of a call (the id of the announced call it claims,
+        and its arguments) and that data encoded, once (``None``: the data is to be recorded
+        with :meth:`~..format.recorder.Recorder.emit`, see
+        :func:`~..format.jsonable.encode_event`).
+
+        The common call (the agent makes the first call the turn announced under its name,
+        with its arguments) is claimed as it is encoded: arguments equal to the announced
+        ones are encoded in the event, and the event's last bytes then confirm that they
+        encode as the announced ones do. Any other call is compared by its own encoding."""
         for call in self._calls:  # a loop, not any(): this is on every call's path
             if call.name == name and not call.claimed:
                 break
         else:
-            return {"call_id": None, "name": name, "arguments": bound}
+            data: dict[str, Any] = {"call_id": None, "name": name, "arguments": bound}
+            return data, encode_event(data, "arguments")
+        tail = call.tail  # never empty: it holds at least a value and a "}"
+        if tail is not None:
+            data = {"call_id": call.call_id, "name": name, "arguments": bound}
+            try:
+                same = bound == call.arguments
+                payload = orjson.dumps(data, default=json_default) if same else b""
+            except Exception:  # an array's ``==`` raises; orjson refuses a value: see below
+                payload = b""
+            if payload.endswith(tail):
+                with self._lock:
+                    if not call.claimed:
+                        call.claimed = True
+                        return data, payload
         part, wrapped = snapshot(bound)
         with self._lock:
             call_id = self._claim(name, part, wrapped)
-        return {"call_id": call_id, "name": name, "arguments": part}
+        data = {"call_id": call_id, "name": name, "arguments": part}
+        return data, encode_event(data, "arguments")
 
     def _claim(self, name: str, part: Any, wrapped: bytes | None) -> str | None:
         plain: list[Any] = []  # the call's plain arguments, once read back
@@ -282,9 +321,9 @@ def call_recorded(
     try:
         result = run()
     except Exception as exc:
-        engine.tool_completed(name, call_id, t0, error=exc)
+        engine.tool_failed(name, call_id, t0, exc)
         raise
-    engine.tool_completed(name, call_id, t0, output=result)
+    engine.tool_returned(name, call_id, t0, result)
     return result
 
 
@@ -302,9 +341,9 @@ async def acall_recorded(
     try:
         result = await run()
     except Exception as exc:
-        engine.tool_completed(name, call_id, t0, error=exc)
+        engine.tool_failed(name, call_id, t0, exc)
         raise
-    engine.tool_completed(name, call_id, t0, output=result)
+    engine.tool_returned(name, call_id, t0, result)
     return result
 
 
@@ -355,9 +394,9 @@ def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callab
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
-            engine.tool_completed(name, call_id, t0, error=exc)
+            engine.tool_failed(name, call_id, t0, exc)
             raise
-        engine.tool_completed(name, call_id, t0, output=result)
+        engine.tool_returned(name, call_id, t0, result)
         return result
 
     return tool
