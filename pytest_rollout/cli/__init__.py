@@ -9,7 +9,9 @@ chain, or one that does not end at the head hash given, is a difference.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
@@ -43,4 +45,16 @@ def entry() -> NoReturn:
     # traceback (an ASCII or cp1252 stdout meets "—" or a CJK tool argument).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    sys.exit(main())
+    _exit_at_once(main())
+
+
+def _exit_at_once(status: int) -> NoReturn:
+    """End the process with ``status`` once its output is written, without tearing down
+    what the command built. Freeing two loaded 100k-event runs object by object takes a
+    quarter of a second, which the system does at once when the process ends; the command
+    keeps no other state (no ``atexit`` hook, every file it writes is closed)."""
+    for stream in (sys.stdout, sys.stderr):
+        # A reader that went away, a stream already closed: the status is what is left.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
