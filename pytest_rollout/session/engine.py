@@ -114,7 +114,7 @@ class Engine:
         self._run_display = run_display
         self.error_types = tuple(error_types)
         self.prices = prices
-        self.analyzer_options = analyzers or AnalyzerOptions()
+        self._analyzer_options = analyzers or AnalyzerOptions()
         self._analysis: Analysis | None = None
         self._audit = audit
         self._lock = threading.RLock()
@@ -133,6 +133,9 @@ class Engine:
         self._provider: str | None = None
         self._cost = 0.0
         self._costed = False
+        #: How an event encoded already is recorded (see :meth:`_route_encoded`).
+        self.record_encoded: Callable[[str, bytes], None] = recorder.emit_payload
+        self._route_encoded()
         self.calls = ToolCalls(
             self, replays=self._replays, rebuild_hook=rebuild_hook, audits=audit is not None
         )
@@ -244,11 +247,22 @@ class Engine:
         still being read writes its start then, so that events keep their order)."""
         with self._lock:
             self._deferred.append(callback)
+            self._route_encoded()
 
     def cancel_deferred(self, callback: Callable[[], None]) -> None:
         with self._lock:
             if callback in self._deferred:
                 self._deferred.remove(callback)
+            self._route_encoded()
+
+    @property
+    def analyzer_options(self) -> AnalyzerOptions:
+        return self._analyzer_options
+
+    @analyzer_options.setter
+    def analyzer_options(self, options: AnalyzerOptions) -> None:
+        self._analyzer_options = options
+        self._route_encoded()
 
     # -- recording ----------------------------------------------------------------
 
@@ -267,13 +281,18 @@ class Engine:
         """
         self._record(event_type, data, context, None)
 
-    def record_encoded(self, event_type: str, payload: bytes) -> None:
+    def _route_encoded(self) -> None:
+        """Point :attr:`record_encoded` (how a tool call's events, encoded already, are
+        recorded) at the recorder itself while nothing stands between such an event and the
+        file, else at :meth:`_record_encoded`: a tool call then costs one call less."""
+        analyzed = self._analysis is not None or self._analyzer_options.enabled
+        direct = not (self._deferred or analyzed)
+        self.record_encoded = self.recorder.emit_payload if direct else self._record_encoded
+
+    def _record_encoded(self, event_type: str, payload: bytes) -> None:
         """:meth:`record` an event whose payload is encoded already (:func:`encode_event`):
         the bytes are recorded as they are, and read back only if an analyzer runs."""
-        if self._deferred or self._analysis is not None or self.analyzer_options.enabled:
-            self._record(event_type, None, None, payload)
-        else:
-            self.recorder.emit_payload(event_type, payload)
+        self._record(event_type, None, None, payload)
 
     def _record(
         self,
@@ -309,6 +328,7 @@ class Engine:
     def _run_deferred(self) -> None:
         with self._lock:
             deferred, self._deferred = self._deferred, []
+            self._route_encoded()
         for callback in deferred:
             callback()
 
