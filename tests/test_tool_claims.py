@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.replay.turns import ToolCall, Turn
@@ -91,3 +93,37 @@ def test_completed_call_records_its_duration_in_ms_to_the_microsecond(tmp_path: 
     assert type(duration) is float
     assert duration >= 0
     assert round(duration, 3) == duration
+
+
+def _claim_on_threads(calls: AnnouncedCalls, arguments: list[dict[str, int]]) -> list[Any]:
+    """Each argument object's claimed call id, the calls made at once on threads."""
+    barrier = threading.Barrier(len(arguments))
+    found: list[Any] = [None] * len(arguments)
+
+    def call(index: int) -> None:
+        barrier.wait()
+        found[index] = calls.started("lookup", arguments[index])[0]["call_id"]
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(arguments))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return found
+
+
+def test_calls_made_at_once_on_threads_each_claim_their_own_announced_call() -> None:
+    for _ in range(20):  # the threads interleave differently from round to round
+        calls = AnnouncedCalls()
+        calls.announce([ToolCall(f"c{i}", "lookup", {"n": i}) for i in range(8)])
+        assert _claim_on_threads(calls, [{"n": i} for i in reversed(range(8))]) == [
+            f"c{i}" for i in reversed(range(8))
+        ]
+
+
+def test_identical_calls_made_at_once_never_claim_the_same_announced_call() -> None:
+    for _ in range(20):
+        calls = AnnouncedCalls()
+        calls.announce([ToolCall(f"c{i}", "lookup", {"n": 1}) for i in range(8)])
+        found = _claim_on_threads(calls, [{"n": 1} for _ in range(8)])
+        assert sorted(found) == [f"c{i}" for i in range(8)]

@@ -131,7 +131,8 @@ class ToolCalls:
     def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
         """A live call's ``tool.call.completed`` with its output (and the output's type, when
         it is not plain JSON)."""
-        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": _since(t0)}
+        duration_ms = int((_clock() - t0) * 1e6 + 0.5) / 1000  # _since, inline
+        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": duration_ms}
         data["output"] = output
         cls = type(output)
         if cls not in PLAIN_TYPES:  # type_tag, inline: this is on every call's path

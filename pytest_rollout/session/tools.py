@@ -20,10 +20,9 @@ whose arguments are known already (a framework's tool wrappers, ``session/framew
 from __future__ import annotations
 
 import inspect
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any, Final, Protocol
 
@@ -203,7 +202,9 @@ class _Announced:
     part: Any
     wrapped: bytes | None
     tail: bytes | None
-    claimed: bool = False
+    #: One item until the call is claimed, by taking it: ``list.pop`` is atomic, so of two
+    #: threads claiming the call at once exactly one gets it.
+    unclaimed: list[None] = field(default_factory=lambda: [None])
 
     @classmethod
     def of(cls, call: ToolCall) -> _Announced:
@@ -227,23 +228,21 @@ class AnnouncedCalls:
     it: the first unclaimed one with the same name and arguments (as plain data), else
     (arguments changed on the way) the same name.
 
-    Calls are claimed under a lock: a framework may run a turn's calls on threads
-    (LangGraph's ``ToolNode``). Calls left unclaimed when the next turn comes ran outside
-    ``rollout.tools``: the plugin names them once the test is over, from the recorded events
-    (:func:`~pytest_rollout.diff.integrity.unrecorded_calls`).
+    A framework may run a turn's calls on threads (LangGraph's ``ToolNode``): each call is
+    claimed by taking the one item of its ``unclaimed`` list, which only one thread can do
+    (``list.pop`` is atomic), so no lock is taken. Calls left unclaimed when the next turn
+    comes ran outside ``rollout.tools``: the plugin names them once the test is over, from
+    the recorded events (:func:`~pytest_rollout.diff.integrity.unrecorded_calls`).
     """
 
-    __slots__ = ("_calls", "_lock")
+    __slots__ = ("_calls",)
 
     def __init__(self) -> None:
         self._calls: list[_Announced] = []
-        self._lock = threading.Lock()
 
     def announce(self, calls: Iterable[ToolCall]) -> None:
         """A turn's tool calls (those of the turn before are forgotten)."""
-        announced = [_Announced.of(c) for c in calls]
-        with self._lock:
-            self._calls = announced
+        self._calls = [_Announced.of(c) for c in calls]
 
     def started(self, name: str, bound: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
         """The ``tool.call.started`` data of a call (the id of the announced call it claims,
@@ -256,7 +255,7 @@ class AnnouncedCalls:
         ones are encoded in the event, and the event's last bytes then confirm that they
         encode as the announced ones do. Any other call is compared by its own encoding."""
         for call in self._calls:  # a loop, not any(): this is on every call's path
-            if call.name == name and not call.claimed:
+            if call.name == name and call.unclaimed:
                 break
         else:
             data: dict[str, Any] = {"call_id": None, "name": name, "arguments": bound}
@@ -270,13 +269,14 @@ class AnnouncedCalls:
             except Exception:  # an array's ``==`` raises; orjson refuses a value: see below
                 payload = b""
             if payload.endswith(tail):
-                with self._lock:
-                    if not call.claimed:
-                        call.claimed = True
-                        return data, payload
+                try:
+                    call.unclaimed.pop()
+                except IndexError:  # another thread claimed it meanwhile
+                    pass
+                else:
+                    return data, payload
         part, wrapped = snapshot(bound)
-        with self._lock:
-            call_id = self._claim(name, part, wrapped)
+        call_id = self._claim(name, part, wrapped)
         data = {"call_id": call_id, "name": name, "arguments": part}
         return data, encode_event(data, "arguments")
 
@@ -284,11 +284,14 @@ class AnnouncedCalls:
         plain: list[Any] = []  # the call's plain arguments, once read back
         for exact in (True, False):
             for call in self._calls:
-                if call.claimed or call.name != name:
+                if not call.unclaimed or call.name != name:
                     continue
                 if exact and not call.same_arguments(part, wrapped, plain):
                     continue
-                call.claimed = True
+                try:
+                    call.unclaimed.pop()
+                except IndexError:  # claimed meanwhile, on another thread
+                    continue
                 return call.call_id
         return None
 
