@@ -55,7 +55,7 @@ def bulk_events(data: bytes, bounds: Bounds, tolerant: bool) -> tuple[Event, ...
         objects = list(map(orjson.loads, lines))  # a blank line does not parse either
     except orjson.JSONDecodeError:
         return None
-    if set(map(type, objects)) != {dict} or not _written_back(objects, lines):
+    if not _written_back(objects, lines):  # (a line that is not an object: see _events)
         return None
     if max(map(len, data.translate(None, _NOT_OPENINGS).split(b"\n"))) > bounds.depth:
         return None
@@ -86,7 +86,15 @@ def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
 
 def _events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
     """The events of the parsed lines, after the checks of each one's envelope, step and
-    data: a tight loop on locals, as the line-by-line path's common case."""
+    data: a tight loop on locals, as the line-by-line path's common case. A line that is
+    not a JSON object has no ``get``: the file then goes line by line."""
+    try:
+        return _checked_events(objects, bounds, tolerant)
+    except AttributeError:
+        return None
+
+
+def _checked_events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
     events: list[Event] = []
     append = events.append
     checks = CHECKS
