@@ -129,6 +129,18 @@ def test_replay_divergences_are_the_headline() -> None:
     assert not report.matched
 
 
+def test_a_run_started_apart_is_headed_by_its_setup_mismatch_before_replay_s() -> None:
+    # Another model: run.started differs at step 0, replay refused the first request at 1.
+    replayed = Divergence(DivergenceKind.PROMPT_MISMATCH, 1, "params.model differs")
+    report = drift_report(GOLDEN, run(model="m-2"), divergences=[replayed])
+    assert report.divergences == (replayed,)
+    assert [(d.step, d.kind) for d in report.leading] == [
+        (0, DivergenceKind.SETUP_MISMATCH),
+        (1, DivergenceKind.PROMPT_MISMATCH),
+    ]
+    assert report.headline == report.leading[0]
+
+
 @pytest.mark.parametrize(
     ("b", "cause"),
     [

@@ -105,8 +105,30 @@ class DriftReport:
         return None if a is None or b is None else round(b - a, 9)
 
     @property
+    def leading(self) -> tuple[Divergence, ...]:
+        """The divergences, led by a setup mismatch when the run started apart.
+
+        Replay names what it met while the run went on, from step 1; a run started with
+        another model, prompt or tools already differs at step 0, in ``run.started``, before
+        its first request is refused at step 1. Then the report leads with the step-0
+        ``setup_mismatch`` the comparison finds, so the headline, the body, ``rollout diff``
+        and the fork hint name the same step; replay's divergences follow it.
+        """
+        found = self.divergences
+        first = self.comparison.first
+        if first is None or not found or first.step != 0 or found[0].step == 0:
+            return found
+        event = first.a_event or first.b_event
+        if event is None or event.type != RUN_STARTED:
+            return found
+        classified = classify(self.comparison)
+        return found if classified is None else (classified, *found)
+
+    @property
     def headline(self) -> Divergence | None:
-        return self.divergences[0] if self.divergences else None
+        """The first of :attr:`leading`: what the report's first line names."""
+        leading = self.leading
+        return leading[0] if leading else None
 
     def to_json_obj(self) -> dict[str, Any]:
         first = self.comparison.first
@@ -464,5 +486,5 @@ class Verdict:
 
     @property
     def headline(self) -> Divergence | None:
-        """The first divergence: replay's own when it raised one, else the comparison's."""
+        """The divergence the report's first line names (:attr:`DriftReport.headline`)."""
         return self.report.headline

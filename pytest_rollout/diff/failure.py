@@ -13,10 +13,9 @@ import shlex
 import textwrap
 from typing import Final
 
-from ..format.events import RUN_STARTED
 from ..safety.sanitize import excerpt, sanitize
-from .divergence import Divergence, classify
-from .drift import DriftReport, Verdict
+from .divergence import Divergence
+from .drift import Verdict
 from .report import (
     Labels,
     render_divergence,
@@ -25,7 +24,7 @@ from .report import (
 )
 from .text import format_cost
 
-__all__ = ["leading_divergences", "render_headline", "render_verdict"]
+__all__ = ["render_headline", "render_verdict"]
 
 LABELS: Final = Labels(a="golden", b="this run")
 WIDTH: Final = 100
@@ -36,31 +35,10 @@ def _quote(path: str) -> str:
     return shlex.quote(sanitize(path))
 
 
-def leading_divergences(report: DriftReport) -> tuple[Divergence, ...]:
-    """The divergences of ``report``, led by a setup mismatch when the run started apart.
-
-    Replay names what it met while the run went on, from step 1; a run started with
-    another model, prompt or tools already differs at step 0, in ``run.started``, before
-    its first request is refused at step 1. Then the report leads with the step-0
-    ``setup_mismatch`` the comparison finds, so the headline, the body, ``rollout diff``
-    and the fork hint name the same step; replay's divergences follow it.
-    """
-    found = report.divergences
-    first = report.comparison.first
-    if first is None or not found or first.step != 0 or found[0].step == 0:
-        return found
-    event = first.a_event or first.b_event
-    if event is None or event.type != RUN_STARTED:
-        return found
-    classified = classify(report.comparison)
-    return found if classified is None else (classified, *found)
-
-
 def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
     """The report's first line: where this run left its reference run, what kind of
     divergence that was, and whose it is."""
-    divergences = leading_divergences(verdict.report)
-    return _headline(divergences[0] if divergences else None, labels)
+    return _headline(verdict.headline, labels)
 
 
 def _headline(headline: Divergence | None, labels: Labels) -> str:
@@ -77,7 +55,7 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
 
     ``labels`` name the reference run and this run (a syrupy snapshot is ``snapshot``).
     """
-    divergences = leading_divergences(verdict.report)
+    divergences = verdict.report.leading
     comparison = verdict.comparison
     if not divergences:
         return [_headline(None, labels)]

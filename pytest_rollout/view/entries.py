@@ -19,7 +19,7 @@ import orjson
 
 from ..diff.compare import Comparison, FieldChange, FirstDivergence, is_missing
 from ..diff.drift import DriftReport, Verdict, drift_report
-from ..diff.failure import leading_divergences, render_verdict, score_sentence
+from ..diff.failure import render_verdict, score_sentence
 from ..diff.score import RunSummary, summarize
 from ..diff.timeline import cut_short_line, event_detail
 from ..errors import RolloutError
@@ -245,7 +245,7 @@ def _comparison(
 
 
 def _headline(report: DriftReport) -> dict[str, Any] | None:
-    divergences = leading_divergences(report)
+    divergences = report.leading
     if not divergences:
         return None
     headline = divergences[0]
