@@ -9,6 +9,7 @@ or run, never at start-up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Generator
@@ -152,7 +153,9 @@ class RolloutPlugin:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
+        engine = item.stash.get(ENGINE_KEY, None)
+        with self._drawing(item, engine, call):
+            report = yield
         if report.when != "call":
             return report
         item.stash[CALL_REPORT_KEY] = report
@@ -162,12 +165,24 @@ class RolloutPlugin:
             assert excinfo is not None
             report.longrepr = self.runs.whole(explained, excinfo)  # a snapshot's report, uncut
             return report
-        engine = item.stash.get(ENGINE_KEY, None)
         if engine is not None:
             from .runs import report_call
 
             report_call(self.runs, item, engine, report, excinfo)
         return report
+
+    def _drawing(
+        self, item: pytest.Item, engine: Any, call: pytest.CallInfo[None]
+    ) -> contextlib.AbstractContextManager[None]:
+        """How pytest draws a failure of the test: natively (what Python prints, at little
+        cost) when the plugin's report will replace it, else as it is configured to."""
+        if engine is None or call.when != "call" or call.excinfo is None:
+            return contextlib.nullcontext()
+        from .runs import native_traceback, replaces_traceback
+
+        if replaces_traceback(self.runs, item, engine, call.excinfo):
+            return native_traceback(item)
+        return contextlib.nullcontext()
 
     def _snapshot_report(
         self, item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None

@@ -12,9 +12,9 @@ import dataclasses
 import os
 import shlex
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import pytest
 
@@ -455,6 +455,45 @@ def explain(left: object, right: object) -> list[str] | None:
     return [render_headline(verdict)]
 
 
+#: Failures whose report is the error's own text.
+_REFUSED: Final = (GoldenMissingError, GoldenEditedError, UnrecordedToolsError)
+
+
+def replaces_traceback(
+    runs: TestRuns,
+    item: pytest.Item,
+    engine: Engine,
+    excinfo: pytest.ExceptionInfo[BaseException],
+) -> bool:
+    """Whether :func:`report_call` will put its own text in place of pytest's traceback of
+    this failure: a golden refused, or a run a replay divergence ended. pytest need not draw
+    that traceback in its long style then, reading and parsing the source of every frame
+    of the agent's SDK or framework on the way (0.4-1.5 s a failure)."""
+    if isinstance(excinfo.value, _REFUSED):
+        return True
+    if not (engine.replay_started and caused_by_divergence(excinfo.value)):
+        return False
+    try:
+        return runs.failure_lines(item, engine) is not None
+    except RolloutError:
+        return False
+
+
+@contextlib.contextmanager
+def native_traceback(item: pytest.Item) -> Iterator[None]:
+    """Within: ``item`` draws a failure in the native style (what Python prints, one source
+    line a frame), as a stand-in for the report that replaces it."""
+    item.__dict__["repr_failure"] = _native  # the item's own, for a moment
+    try:
+        yield
+    finally:
+        del item.__dict__["repr_failure"]
+
+
+def _native(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    return excinfo.getrepr(style="native")
+
+
 def report_call(
     runs: TestRuns,
     item: pytest.Item,
@@ -463,8 +502,7 @@ def report_call(
     excinfo: pytest.ExceptionInfo[BaseException] | None,
 ) -> None:
     """Put the right report of a test that used the ``rollout`` fixture in ``report``."""
-    refused = GoldenMissingError | GoldenEditedError | UnrecordedToolsError
-    if excinfo is not None and isinstance(excinfo.value, refused):
+    if excinfo is not None and isinstance(excinfo.value, _REFUSED):
         report.longrepr = str(excinfo.value)
     elif report.failed and runs._failed_on_golden(engine, excinfo):
         # pytest cuts assertion explanations to a few lines outside CI; the report is
