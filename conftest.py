@@ -1,10 +1,49 @@
-"""Project-wide test setup: the bundled example agent is importable by the tests."""
+"""Project-wide test setup.
+
+The bundled example agent is importable by the tests. And what every in-process inner run
+would import again is imported once, up front: ``pytester.runpytest_inprocess`` forgets every
+module an inner run imported when the run ends, so each run imported the plugin's lazily
+loaded parts (the report, the audit trail, the viewer...) and the SDK resources its agent
+used afresh: hundreds of runs, each paying for the same imports. Imported here, before any
+inner run, they stay. A user's pytest process imports each of them once too; what is
+imported lazily, and when, is pinned in subprocesses (``tests/test_startup.py``), which this
+does not reach.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import pkgutil
 import sys
 from pathlib import Path
+from typing import Final
+
+import pytest_rollout
 
 EXAMPLE_DIR = Path(__file__).resolve().parent / "examples" / "weather"
 if str(EXAMPLE_DIR) not in sys.path:
     sys.path.insert(0, str(EXAMPLE_DIR))
+
+#: Parts of the SDKs and plugins that the inner runs' agents load on first use.
+LAZY_THIRD_PARTY: Final = (
+    "openai.resources.chat",
+    "openai.resources.responses",
+    "openai.lib.streaming.chat",
+    "openai.lib.streaming.responses",
+    "anthropic.resources.messages",
+    "anthropic.lib.streaming",
+    "syrupy.extensions.single_file",
+)
+
+
+def _import_once() -> None:
+    prefix = f"{pytest_rollout.__name__}."
+    names = [m.name for m in pkgutil.walk_packages(pytest_rollout.__path__, prefix)]
+    for name in [n for n in names if n != "pytest_rollout.__main__"] + list(LAZY_THIRD_PARTY):
+        # Without the test extra a module may not import: the tests that need it say so.
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+_import_once()

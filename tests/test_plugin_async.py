@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plugin_agent import XDIST, failure_sections, live_calls, record, run, write_project
+from plugin_agent import failure_sections, live_calls, record, run, write_project
 
 ASYNC_TEST = """
 import asyncio
@@ -33,16 +33,17 @@ def test_async_agent_changed(rollout, golden):
 """
 
 
-@XDIST
 def test_async_agent_records_and_replays(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # In-process only (xdist costs seconds a run): an async agent runs in a worker as a sync one
+    # does.
     write_project(pytester, test_async=ASYNC_TEST)
     recorded = record(pytester)
     recorded.assert_outcomes(passed=2)
     monkeypatch.setenv("APPLY_CHANGE", "1")
 
-    result = run(pytester, xdist)
+    result = run(pytester, ())
 
     result.assert_outcomes(passed=1, failed=1)
     sections = failure_sections(result)

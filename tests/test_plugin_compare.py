@@ -10,7 +10,6 @@ import pytest
 from plugin_agent import (
     N2,
     WEATHER_TEST,
-    XDIST,
     failure_sections,
     live_calls,
     record,
@@ -65,15 +64,16 @@ def test_changed(rollout, golden):
 """
 
 
-@XDIST
 def test_full_mode_calls_the_live_provider_but_never_the_tools(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # In-process only (xdist costs seconds a run): the mode reaches workers as the default mode does
+    # in test_unchanged_run_passes_without_live_calls.
     write_project(pytester, test_full=FULL_MODE_TEST)
     record(pytester).assert_outcomes(passed=2)
     monkeypatch.setenv("APPLY_CHANGE", "1")
 
-    result = run(pytester, xdist, "--rollout-mode=full")
+    result = run(pytester, (), "--rollout-mode=full")
 
     result.stdout.fnmatch_lines(["rollout: compare against golden/ (full replay)"])
     result.stdout.fnmatch_lines(["2 golden(s) compared"])

@@ -81,15 +81,16 @@ def report_text(lines: list[str]) -> str:
     return " ".join(line.removeprefix("E").strip() for line in lines)
 
 
-@XDIST
 def test_each_kind_is_reported_with_step_attribution_and_score(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # In-process only (xdist costs seconds a run): a kind's report reaches the controller as in
+    # test_report_reaches_the_user_however_the_agent_handles_the_error.
     write_project(pytester, test_kinds=KINDS_TEST)
     record(pytester).assert_outcomes(passed=len(EXPECTED))
     monkeypatch.setenv("APPLY_CHANGE", "1")
 
-    result = run(pytester, xdist, *NO_TRUNCATION)
+    result = run(pytester, (), *NO_TRUNCATION)
 
     result.assert_outcomes(failed=len(EXPECTED))
     sections = failure_sections(result)

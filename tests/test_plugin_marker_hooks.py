@@ -185,16 +185,17 @@ def pytest_rollout_error_types(config):
 """
 
 
-@XDIST
 def test_error_types_hook_feeds_the_score(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # In-process only (xdist costs seconds a run): a conftest hook runs in a worker as in
+    # test_marker_hook_and_ini_settings_apply_per_test.
     write_project(pytester, test_errors=ERROR_TYPES_TEST)
     pytester.makeconftest(ERROR_TYPES_CONFTEST)
     record(pytester).assert_outcomes(passed=1)
     monkeypatch.setenv("APPLY_CHANGE", "1")
 
-    result = run(pytester, xdist)
+    result = run(pytester, ())
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(

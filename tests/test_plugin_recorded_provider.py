@@ -4,7 +4,7 @@ golden's turns, in order, in compare mode."""
 from __future__ import annotations
 
 import pytest
-from plugin_agent import XDIST, live_calls, record, run, write_project
+from plugin_agent import live_calls, record, run, write_project
 
 DIRECT_TEST = """
 import pytest
@@ -25,14 +25,13 @@ def test_direct(request, rollout, golden):
 """
 
 
-@XDIST
-def test_recorded_provider_replays_the_golden_turns(
-    pytester: pytest.Pytester, xdist: tuple[str, ...]
-) -> None:
+def test_recorded_provider_replays_the_golden_turns(pytester: pytest.Pytester) -> None:
+    # In-process only (xdist costs seconds a run): the recorded provider reads the golden the same
+    # in a worker.
     write_project(pytester, test_direct=DIRECT_TEST.format(llm="UnnamedLLM"))
     record(pytester).assert_outcomes(passed=1)
 
-    result = run(pytester, xdist)
+    result = run(pytester, ())
 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["1 golden(s) compared"])

@@ -5,7 +5,8 @@ A user's project snapshots a live run of deterministic fakes (``rollout(replay=F
 an unchanged run passes and leaves the file alone (bytes, mtime and inode), a realistic change
 fails with the first-divergence report instead of a line diff, and unused snapshots are listed
 (``--snapshot-details``) and removed by ``--snapshot-update`` as syrupy does. Snapshots are made
-in-process (fast); the behaviour under test runs in-process and under pytest-xdist.
+in-process (fast); a change's report, an update and the removal of unused snapshots run
+in-process and under pytest-xdist.
 """
 
 from __future__ import annotations
@@ -77,13 +78,13 @@ def create(
     live_calls(pytester)
 
 
-@XDIST
 def test_create_then_pass_unchanged_without_touching_the_file(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # In-process only: the tests below make, update and delete snapshots under xdist too.
     write_project(pytester, test_snap=SNAPSHOT_TEST)
 
-    created = run(pytester, xdist, "--snapshot-update", "--snapshot-details")
+    created = run(pytester, (), "--snapshot-update", "--snapshot-details")
 
     created.assert_outcomes(passed=1)
     created.stdout.fnmatch_lines(
@@ -96,7 +97,7 @@ def test_create_then_pass_unchanged_without_touching_the_file(
     before = files(pytester)
 
     for args in [(), ("--snapshot-update",)]:
-        again = run(pytester, xdist, *args)
+        again = run(pytester, (), *args)
         again.assert_outcomes(passed=1)
         again.stdout.fnmatch_lines(["1 snapshot passed."])
         again.stdout.no_fnmatch_line("*generated*")
@@ -208,7 +209,9 @@ def test_a_realistic_change_fails_with_the_first_divergence_report(
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["1 snapshot updated."])
     assert '"city":"PARIS"' in (pytester.path / PARIS).read_text(encoding="utf-8")
+    after = files(pytester)
     run(pytester, xdist).assert_outcomes(passed=1)
+    assert files(pytester) == after  # the unchanged run leaves the updated snapshot alone
 
 
 @pytest.mark.parametrize(
