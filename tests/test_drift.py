@@ -11,6 +11,7 @@ import pytest
 
 from pytest_rollout import Recorder
 from pytest_rollout.cli import main
+from pytest_rollout.diff.canonical import DEFAULT_OPTIONS
 from pytest_rollout.diff.divergence import Divergence, DivergenceKind
 from pytest_rollout.diff.drift import ToolCallDrift, drift_report, model_family
 from pytest_rollout.format.events import Event
@@ -120,6 +121,19 @@ def test_divergent_tool_calls_name_step_position_and_both_sides() -> None:
     assert report.headline is not None
     assert report.headline.kind is DivergenceKind.TOOL_CALL_MISMATCH
     assert report.headline.attribution == "agent"
+
+
+def test_a_tool_call_changed_where_the_comparison_looks_away_is_still_listed() -> None:
+    lyon = run(city="Lyon")
+    same = drift_report(GOLDEN, run())
+    assert same.tool_calls == ()
+    ignoring = DEFAULT_OPTIONS.extended(
+        ignore_paths=["tool.call.started:arguments.city"], ignore_types=["llm.turn.completed"]
+    )
+    report = drift_report(GOLDEN, lyon, ignoring)
+    # The comparison looks away from the argument; the tool-call section still shows it.
+    assert report.comparison.identical
+    assert [c.b_arguments for c in report.tool_calls] == [{"city": "Lyon"}]
 
 
 def test_replay_divergences_are_the_headline() -> None:

@@ -203,7 +203,7 @@ def drift_report(
         b_summary=b_summary,
         score=score(a_summary, b_summary),
         divergences=found,
-        tool_calls=tuple(_tool_call_drift(a, b)),
+        tool_calls=tuple(_tool_call_drift(a, b, _calls_agree_at(comparison, options))),
         outcome_diff=_outcome_diff(a, b, a_summary, b_summary),
         likely_causes=() if first is None else tuple(likely_causes(a, b, first.step)),
     )
@@ -266,13 +266,30 @@ def _same_calls(left: Sequence[Event], right: Sequence[Event]) -> bool:
     )
 
 
-def _tool_call_drift(a: Sequence[Event], b: Sequence[Event]) -> Iterable[ToolCallDrift]:
+def _calls_agree_at(comparison: Comparison, options: CanonicalOptions) -> frozenset[int]:
+    """The steps whose tool calls are known to agree: those the comparison found identical,
+    when it compared the calls' names and arguments whole, as :func:`_same_call` does (no
+    ignore option touches them, floats rounded alike)."""
+    touched = (
+        TOOL_CALL_STARTED in options.ignore_types
+        or not options.drop_keys.isdisjoint(("name", "arguments"))
+        or options.paths_for(TOOL_CALL_STARTED)
+        or options.float_digits != DEFAULT_OPTIONS.float_digits
+    )
+    if touched:
+        return frozenset()
+    return frozenset(s.step for s in comparison.steps if s.status is StepStatus.IDENTICAL)
+
+
+def _tool_call_drift(
+    a: Sequence[Event], b: Sequence[Event], agreed: frozenset[int] = frozenset()
+) -> Iterable[ToolCallDrift]:
     """The calls that differ, step by step, paired in the order each step's turn announced
     them (as the comparison pairs them); steps whose calls agree as recorded are not
-    reordered."""
+    reordered, and the steps ``agreed`` are known to agree."""
     calls_a = _calls_by_step(a)
     calls_b = _calls_by_step(b)
-    for step in sorted(calls_a.keys() | calls_b.keys()):
+    for step in sorted((calls_a.keys() | calls_b.keys()) - agreed):
         left = calls_a.get(step, [])
         right = calls_b.get(step, [])
         if _same_calls(left, right):
