@@ -348,7 +348,7 @@ def _measure(plan: Plan, directory: Path) -> list[Row]:
         "tools": lambda: tool_rows(plan.repeat, plan.tool_calls, directory),
         "diff": lambda: diff_rows(pair(plan.diff_size), plan.repeat),
         "deepdiff": lambda: deepdiff_rows(pair(plan.deep_size), plan.repeat, plan.deep_repeat),
-        "startup": lambda: startup_rows(max(plan.repeat, 3)),
+        "startup": lambda: startup_rows(max(plan.repeat, 9)),  # short runs: more of them
         "memory": lambda: memory_rows(plan.memory_tests, plan.memory_warm_up),
         "recording": lambda: recording_rows(
             steps[plan.deep_size] if pair(plan.deep_size) else [], directory, max(plan.repeat, 3)
