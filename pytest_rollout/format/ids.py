@@ -26,34 +26,50 @@ __all__ = ["align_call_ids", "announced_ids", "echoed_ids"]
 
 def announced_ids(events: Sequence[Event]) -> list[str]:
     """The tool-call ids the run's turns announced, in order."""
-    found: list[str] = []
-    for data in [e.data for e in events if e.type == LLM_TURN_COMPLETED]:
-        calls = data.get("tool_calls")
-        if calls and isinstance(calls, list):
-            found.extend(
-                c["id"]
-                for c in calls
-                if (type(c) is dict or isinstance(c, Mapping)) and isinstance(c.get("id"), str)
-            )
-    return found
+    return _ids(events)[0]
 
 
 def echoed_ids(events: Sequence[Event]) -> list[str]:
     """The provider's item ids the requests sent back, in the order they first appear: the
     ``id`` of each input item (a message with a ``type``, as the Responses API has them)
     and ``previous_response_id``."""
-    found: dict[str, None] = {}
-    for data in [e.data for e in events if e.type == LLM_TURN_STARTED]:
-        params = data.get("params")
-        if type(params) is dict and isinstance(params.get("previous_response_id"), str):
-            found.setdefault(params["previous_response_id"])
-        messages = data.get("messages")
-        if type(messages) is not list:
-            continue
-        for item in messages:
-            if type(item) is dict and "type" in item and isinstance(item.get("id"), str):
-                found.setdefault(item["id"])
-    return list(found)
+    return _ids(events)[1]
+
+
+def _ids(events: Sequence[Event]) -> tuple[list[str], list[str]]:
+    """:func:`announced_ids` and :func:`echoed_ids` of a run, read in one pass over it."""
+    calls: list[str] = []
+    items: dict[str, None] = {}
+    for event in events:
+        kind = event.type
+        if kind == LLM_TURN_COMPLETED:
+            _announced_in(event.data, calls)
+        elif kind == LLM_TURN_STARTED:
+            _echoed_in(event.data, items)
+    return calls, list(items)
+
+
+def _announced_in(data: Mapping[str, Any], found: list[str]) -> None:
+    calls = data.get("tool_calls")
+    if not calls or not isinstance(calls, list):
+        return
+    for call in calls:
+        if type(call) is dict or isinstance(call, Mapping):
+            name = call.get("id")
+            if type(name) is str or isinstance(name, str):
+                found.append(name)
+
+
+def _echoed_in(data: Mapping[str, Any], found: dict[str, None]) -> None:
+    params = data.get("params")
+    if type(params) is dict and isinstance(params.get("previous_response_id"), str):
+        found.setdefault(params["previous_response_id"])
+    messages = data.get("messages")
+    if type(messages) is not list:
+        return
+    for item in messages:
+        if type(item) is dict and "type" in item and isinstance(item.get("id"), str):
+            found.setdefault(item["id"])
 
 
 def _pairs(ours: list[str], theirs: list[str]) -> dict[str, str]:
@@ -79,9 +95,10 @@ def align_call_ids(a: Sequence[Event], b: Sequence[Event]) -> Sequence[Event]:
     results' ``tool_call_id``, ids inside rendered messages). Ids beyond the calls ``a``
     announced keep their names. When the ids already agree, ``b`` is returned as it is.
     """
-    calls_b, items_b = announced_ids(b), echoed_ids(b)
-    names = _pairs(announced_ids(a), calls_b)
-    names.update(_pairs(echoed_ids(a), items_b))
+    calls_a, items_a = _ids(a)
+    calls_b, items_b = _ids(b)
+    names = _pairs(calls_a, calls_b)
+    names.update(_pairs(items_a, items_b))
     # An id renamed onto a name b uses elsewhere would merge two calls: keep those apart.
     if not names or set(names.values()) & ({*calls_b, *items_b} - set(names)):
         return b
