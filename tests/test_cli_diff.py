@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -452,6 +454,26 @@ def test_console_script(golden: Path, regressed: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
     done = run_command(ROLLOUT, "diff", golden, golden)
     assert (done.returncode, done.stdout, done.stderr) == (0, EXPECTED_IDENTICAL, "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
+def test_output_that_cannot_be_written_is_an_error(golden: Path) -> None:
+    # The command ends without tearing down what it loaded; output it cannot write is still
+    # an error (status 120, as Python gives it), never a silent success.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as users run it
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        done = subprocess.run(
+            [str(ROLLOUT), "diff", str(golden), str(golden)],
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    assert done.returncode == 120
+    assert done.stderr.startswith("rollout: error: cannot write the output: ")
+    assert "Traceback" not in done.stderr
 
 
 def test_console_script_refusal(golden: Path, tmp_path: Path) -> None:

@@ -45,16 +45,26 @@ def entry() -> NoReturn:
     # traceback (an ASCII or cp1252 stdout meets "—" or a CJK tool argument).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    _exit_at_once(main())
+    status = main()
+    if sys.gettrace() is None and sys.getprofile() is None and "coverage" not in sys.modules:
+        _exit_at_once(status)
+    sys.exit(status)  # a profiler, tracer or coverage run gets its exit hooks
 
 
 def _exit_at_once(status: int) -> NoReturn:
     """End the process with ``status`` once its output is written, without tearing down
     what the command built. Freeing two loaded 100k-event runs object by object takes a
     quarter of a second, which the system does at once when the process ends; the command
-    keeps no other state (no ``atexit`` hook, every file it writes is closed)."""
+    keeps no other state (no ``atexit`` hook, every file it writes is closed). Output that
+    cannot be written (a full disk) is an error, status 120 as Python gives it; a reader that
+    went away (``rollout show run.jsonl | head``) is not."""
     for stream in (sys.stdout, sys.stderr):
-        # A reader that went away, a stream already closed: the status is what is left.
-        with contextlib.suppress(OSError, ValueError):
+        try:
             stream.flush()
+        except BrokenPipeError:
+            pass
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                os.write(2, f"rollout: error: cannot write the output: {exc}\n".encode())
+            status = status or 120
     os._exit(status)
