@@ -469,6 +469,10 @@ def replaces_traceback(
     this failure: a golden refused, or a run a replay divergence ended. pytest need not draw
     that traceback in its long style then, reading and parsing the source of every frame
     of the agent's SDK or framework on the way (0.4-1.5 s a failure)."""
+    if item.get_closest_marker("xfail") is not None and not getattr(
+        item.config.option, "runxfail", False
+    ):
+        return False  # an expected failure keeps its traceback, for the reporters that show it
     if isinstance(excinfo.value, _REFUSED):
         return True
     if not (engine.replay_started and caused_by_divergence(excinfo.value)):
@@ -483,11 +487,19 @@ def replaces_traceback(
 def native_traceback(item: pytest.Item) -> Iterator[None]:
     """Within: ``item`` draws a failure in the native style (what Python prints, one source
     line a frame), as a stand-in for the report that replaces it."""
-    item.__dict__["repr_failure"] = _native  # the item's own, for a moment
+    own = vars(item)
+    saved = own.get("repr_failure", _NONE)  # one set on the item already is put back
+    own["repr_failure"] = _native
     try:
         yield
     finally:
-        del item.__dict__["repr_failure"]
+        if saved is _NONE:
+            own.pop("repr_failure", None)
+        else:
+            own["repr_failure"] = saved
+
+
+_NONE: Final = object()
 
 
 def _native(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
