@@ -21,7 +21,7 @@ SYSTEM = "You are a weather assistant."
 
 def run(
     *,
-    city: str = "Paris",
+    city: Any = "Paris",
     model: str = "m-1",
     version: str = "m-1-2026",
     tools: tuple[str, ...] = ("weather",),
@@ -134,6 +134,17 @@ def test_a_tool_call_changed_where_the_comparison_looks_away_is_still_listed() -
     # The comparison looks away from the argument; the tool-call section still shows it.
     assert report.comparison.identical
     assert [c.b_arguments for c in report.tool_calls] == [{"city": "Lyon"}]
+
+
+def test_the_tool_call_section_agrees_with_the_comparison_on_floats() -> None:
+    # Floats are compared to 9 decimal places: a change past them is no drift anywhere.
+    beyond = drift_report(run(city=48.8566140001), run(city=48.8566140004))
+    assert beyond.comparison.identical
+    assert beyond.tool_calls == ()
+    within = drift_report(run(city=48.85661), run(city=48.85662))
+    assert [(c.a_arguments, c.b_arguments) for c in within.tool_calls] == [
+        ({"city": 48.85661}, {"city": 48.85662})
+    ]
 
 
 def test_replay_divergences_are_the_headline() -> None:

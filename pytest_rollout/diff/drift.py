@@ -267,14 +267,14 @@ def _same_calls(left: Sequence[Event], right: Sequence[Event]) -> bool:
 
 
 def _calls_agree_at(comparison: Comparison, options: CanonicalOptions) -> frozenset[int]:
-    """The steps whose tool calls are known to agree: those the comparison found identical,
-    when it compared the calls' names and arguments whole, as :func:`_same_call` does (no
-    ignore option touches them, floats rounded alike)."""
+    """The steps whose tool calls the report does not list: those the comparison found
+    identical, so that the section agrees with it (floats equal to the digits compared,
+    call ids renamed as the comparison renames them). When an ignore option takes the
+    calls' names or arguments out of the comparison, every step's calls are compared."""
     touched = (
         TOOL_CALL_STARTED in options.ignore_types
         or not options.drop_keys.isdisjoint(("name", "arguments"))
         or options.paths_for(TOOL_CALL_STARTED)
-        or options.float_digits != DEFAULT_OPTIONS.float_digits
     )
     if touched:
         return frozenset()
