@@ -161,6 +161,8 @@ def test_a_long_field_value_is_shown_short() -> None:
         str(p.relative_to(ROOT))
         for folder in ("golden", "examples")
         for p in (ROOT / folder).rglob("*.jsonl")
+        # Shipped: not a run a local pytest saved under a hidden folder (.pytest_cache).
+        if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
     ),
 )
 def test_every_shipped_golden_fits_the_schema(path: str) -> None:
