@@ -70,13 +70,16 @@ def station_of(city):
 AGENTS_SDK: Final = '''
 import asyncio
 
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool
 
 import shared
 
 API = "openai.responses"
 DEFAULT_MODEL = shared.OPENAI_MODEL
-set_tracing_disabled(True)  # else the SDK exports traces to api.openai.com on its own client
+# Per run, not set_tracing_disabled(True): that would turn tracing off for the whole process,
+# and the pytest process runs other tests after this one. Else the SDK exports traces to
+# api.openai.com on its own client.
+NO_TRACING = RunConfig(tracing_disabled=True)
 
 
 class CityNotFound(LookupError):
@@ -131,7 +134,7 @@ def run_agent(rollout, transport, tools, *, instructions, model, unwrapped=()):
         model=OpenAIResponsesModel(model=model, openai_client=client),
         tools=[*tools, *unwrapped],
     )
-    return asyncio.run(Runner.run(agent, shared.PROMPT)).final_output
+    return asyncio.run(Runner.run(agent, shared.PROMPT, run_config=NO_TRACING)).final_output
 '''
 
 LANGGRAPH: Final = '''
