@@ -483,6 +483,10 @@ def replaces_traceback(
         return False
 
 
+#: No ``repr_failure`` of the item's own.
+_NONE: Final = object()
+
+
 @contextlib.contextmanager
 def native_traceback(item: pytest.Item) -> Iterator[None]:
     """Within: ``item`` draws a failure in the native style (what Python prints, one source
@@ -497,9 +501,6 @@ def native_traceback(item: pytest.Item) -> Iterator[None]:
             own.pop("repr_failure", None)
         else:
             own["repr_failure"] = saved
-
-
-_NONE: Final = object()
 
 
 def _native(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
