@@ -19,8 +19,11 @@ import contextlib
 import importlib
 import pkgutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
+
+import pytest
 
 import pytest_rollout
 
@@ -54,3 +57,46 @@ def _import_once() -> None:
 
 
 _import_once()
+
+
+#: The helper modules of ``tests/`` that in-process inner runs share with the suite. An inner
+#: run writes its own copy of them into its directory, but its ``import sdk_agents`` finds the
+#: module this process imported already (``runpytest_inprocess`` forgets only the modules the
+#: inner run imported itself). A global that an inner test rebinds for good (another system
+#: prompt, another model) would outlive the test and change whichever test runs next here.
+SHARED_HELPERS: Final = ("fake_models", "sdk_agents")
+#: Globals that change on every call, by design: the fake service's last ``created`` time.
+_VOLATILE: Final = frozenset({"_last_created"})
+_MISSING: Final = object()
+
+
+def _rebound(saved: dict[str, object], now: dict[str, object]) -> list[str]:
+    names = (set(saved) | set(now)) - _VOLATILE
+    return sorted(
+        name
+        for name in names
+        if not name.startswith("__") and now.get(name, _MISSING) is not saved.get(name, _MISSING)
+    )
+
+
+@pytest.fixture(autouse=True)
+def _shared_helpers_unchanged() -> Iterator[None]:
+    """Fail a test that leaves a global of a shared helper module rebound, and restore it:
+    an inner test sets such a global with its ``monkeypatch`` fixture, for itself only."""
+    saved = {
+        name: (module, dict(vars(module)))
+        for name in SHARED_HELPERS
+        if (module := sys.modules.get(name)) is not None
+    }
+    yield
+    leaks: list[str] = []
+    for name, (module, before) in saved.items():
+        now = vars(module)
+        for attribute in _rebound(before, now):
+            leaks.append(f"{name}.{attribute}")
+            if attribute in before:
+                now[attribute] = before[attribute]
+            else:
+                del now[attribute]
+    if leaks:
+        pytest.fail(f"this test left {', '.join(leaks)} rebound: set it with monkeypatch")

@@ -19,16 +19,23 @@ from pytest_rollout.cli import main
 
 HERE: Final = Path(__file__).parent
 
-#: A Responses API agent whose model a variable picks, as a user's config would.
+#: A Responses API agent whose model a variable picks, as a user's config would. It is set
+#: with monkeypatch, for the test only: ``sdk_agents`` may be the module this process has
+#: imported already, and a model set for good would reach the tests that run after this one.
 MODEL_TEST: Final = """
 import os
 
+import pytest
 import sdk_agents
 from fake_models import Call, FakeModel, Say
 from sdk_agents import AGENTS, get_weather
 
-sdk_agents.OPENAI_MODEL = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
 PROMPT = "What is the weather in Paris?"
+
+
+@pytest.fixture(autouse=True)
+def agent_model(monkeypatch):
+    monkeypatch.setattr(sdk_agents, "OPENAI_MODEL", os.environ.get("AGENT_MODEL", "gpt-4o-mini"))
 
 
 def test_agent(rollout, golden):

@@ -29,7 +29,9 @@ HERE: Final = Path(__file__).parent
 
 #: A user's test around an SDK agent, the SDK client built by hand on ``rollout.http_client``
 #: (so the SDK's own default ``max_retries`` applies). The system prompt changes with
-#: ``CHANGE_SYSTEM``; what the agent saw is written to ``seen.jsonl``.
+#: ``CHANGE_SYSTEM``, through monkeypatch, for the test only: ``sdk_agents`` may be the module
+#: this process has imported already, and a prompt changed for good would reach the tests
+#: that run after this one. What the agent saw is written to ``seen.jsonl``.
 DIVERGING_TEST: Final = """
 import asyncio
 import os
@@ -43,8 +45,12 @@ from fake_models import Call, FakeModel, Say
 from pytest_rollout.format.events import REPLAY_DIVERGENCE
 from sdk_agents import AGENTS, get_weather
 
-if os.environ.get("CHANGE_SYSTEM"):
-    sdk_agents.SYSTEM = "You are a terse weather assistant."
+
+@pytest.fixture(autouse=True)
+def system_prompt(monkeypatch):
+    if os.environ.get("CHANGE_SYSTEM"):
+        monkeypatch.setattr(sdk_agents, "SYSTEM", "You are a terse weather assistant.")
+
 
 CASES = [
     (api, asynchronous, stream)
