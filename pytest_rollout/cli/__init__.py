@@ -9,7 +9,9 @@ chain, or one that does not end at the head hash given, is a difference.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -27,7 +29,7 @@ __all__ = ["entry", "main"]
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the ``rollout`` command; returns the exit status."""
     out = sys.stdout if out is None else out
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         status: int = COMMANDS[args.command](args, out)
         return status
@@ -37,6 +39,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except Usage as exc:
         print(f"rollout {args.command}: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+
+
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The parser, built once a process (building it takes longer than a small command's
+    work; a parser keeps nothing from one ``parse_args`` to the next)."""
+    return build_parser()
 
 
 def entry() -> NoReturn:
