@@ -3,9 +3,9 @@
 Both runs are canonicalized and grouped by step; steps are walked in order and each is
 ``identical``, ``diverged``, ``only_in_a`` or ``only_in_b``. Two events are equal exactly
 when their canonical bytes are; a cheaper test that implies it is tried first (see
-``_Run``), so two identical runs cost one light pass and no diff. Only the first differing
-event of the first divergent step is described field by field, with deepdiff; everything
-after it is counted as downstream damage.
+``_fast_test``), so two identical runs cost one light pass and no diff. Only the first
+differing event of the first divergent step is described field by field, with deepdiff;
+everything after it is counted as downstream damage.
 
 Tool events are compared in the order each step's turn announced the calls (see
 :mod:`~pytest_rollout.diff.canonical`). Only the steps from the first event that differs as
@@ -120,34 +120,17 @@ class Comparison:
 #: A value orjson refuses without a ``default``: its event is decided by the canonical keys.
 _UNENCODABLE: Final = object()
 
-# Options of the fast identity (see _Run): with no `default`, orjson refuses (TypeError)
+# Options of the fast test (see _fast_test): with no `default`, orjson refuses (TypeError)
 # instead of encoding like their plain counterparts the subclasses of str, int, dict and
 # list, and dataclasses.
 _FAST_OPTION: Final = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 class _Run:
-    """One side of a comparison, with cheap and exact equality tests between events.
+    """One side of a comparison: its events (the ignored types left out), grouped by step,
+    and their canonical forms, made only for the events that need them."""
 
-    Canonical keys (sorted keys, rounded floats) cost a walk of every event. Instead, two
-    events are first compared by a fast identity: the keys of the data that are kept (the
-    drop keys and ignore paths applied), in insertion order, then the orjson bytes,
-    unrounded, of the step, the type and those keys' values, then the values themselves.
-    Equal identities (equal keys, equal bytes *and* ``==`` values) imply equal canonical
-    keys: equal bytes fix every value and its JSON kind (``1``, ``1.0`` and ``true`` encode
-    differently) and so the result of rounding and of sorting keys; ``==`` rules out a tuple
-    where the other side has a list (rounding descends into lists only), and the options
-    above rule out the other look-alikes. Any other pair is decided by the exact canonical
-    keys, so every outcome is that of comparing canonical keys throughout. (One look-alike
-    is left, and no rollout file can hold it: a member of a float-valued Enum, which
-    canonicalization does not round, facing the equal plain float. Such a pair is equal
-    here, as their values are.)
-
-    Identities are made on the fly and dropped at once: keeping 100k of them costs more
-    in memory traffic than making them.
-    """
-
-    __slots__ = ("canonical", "groups", "identity", "options", "reordered", "sources")
+    __slots__ = ("canonical", "groups", "options", "reordered", "sources")
 
     def __init__(self, events: Sequence[Event], options: CanonicalOptions) -> None:
         self.options = options
@@ -159,7 +142,6 @@ class _Run:
         #: The first index :meth:`reorder` has moved events at (past the end: none).
         self.reordered = len(self.sources)
         self.canonical: dict[int, CanonicalEvent] = {}
-        self.identity = _identity_function(options)
         # The grouping of itertools.groupby into a dict: a step that comes back after
         # another one keeps its last run of events.
         steps = [e.step for e in self.sources]
@@ -187,60 +169,107 @@ class _Run:
         return found
 
 
-def _identity_function(options: CanonicalOptions) -> Callable[[Event], tuple[Any, ...]]:
-    drop = options.drop_keys | {"step"}
+#: Whether two events are equal by the fast test of :func:`_fast_test` (``False`` decides
+#: nothing: the canonical keys do).
+FastTest = Callable[[Event, Event], bool]
+
+
+def _fast_test(options: CanonicalOptions) -> FastTest:
+    """A test of two events that, when it says they are equal, implies equal canonical keys.
+
+    Canonical keys (sorted keys, rounded floats) cost a walk of every event. The test looks
+    at the keys of the data that are kept (the drop keys and ignore paths applied), in
+    insertion order, then compares those keys' values with ``==``, then the orjson bytes,
+    unrounded, of the step, the type and the values. Equal keys, ``==`` values *and* equal
+    bytes imply equal canonical keys: equal bytes fix every value and its JSON kind (``1``,
+    ``1.0`` and ``true`` encode differently) and so the result of rounding and of sorting
+    keys; ``==`` rules out a tuple where the other side has a list (rounding descends into
+    lists only) and a ``NaN`` where the other side has ``null`` (orjson writes both as
+    ``null``), and the options of the encoding rule out the other look-alikes. Any other
+    pair is decided by the exact canonical keys, so every outcome is that of comparing
+    canonical keys throughout. (One look-alike is left, and no rollout file can hold it: a
+    member of a float-valued Enum, which canonicalization does not round, facing the equal
+    plain float. Such a pair is equal here, as their values are.)
+
+    The two events are tested in one call, and nothing is kept: keeping 100k encodings
+    costs more in memory traffic than making them.
+    """
+    kept_of = _kept_values(options.drop_keys | {"step"})
     paths_for = options.paths_for if options.ignore_paths else None
     dumps = orjson.dumps
-    # The kept keys of each key order met, and how to read their values: events of one
-    # type share a few, so this replaces a filtered copy of every event's data.
-    kept_by_keys: dict[tuple[str, ...], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
-
-    def kept_of(keys: tuple[str, ...]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
-        if not all(type(k) is str for k in keys):  # not JSON: decided by the canonical keys
-            return (), lambda data: _UNENCODABLE
-        kept = tuple(k for k in keys if k not in drop)
-        if len(kept) == 1:
-            only = kept[0]
-            return kept, lambda data: (data[only],)
-        return kept, operator.itemgetter(*kept) if kept else lambda data: ()
-
     # Whether ignore paths apply to each type met (asked once a type, not once an event).
     with_paths: dict[str, bool] = {}
 
-    def identity(event: Event) -> tuple[Any, ...]:
-        _seq, _ts, etype, data, step, _line = event
-        stripped_type = with_paths.get(etype)
-        if stripped_type is None:
-            stripped_type = with_paths[etype] = paths_for is not None and bool(paths_for(etype))
-        if stripped_type:
-            stripped = _compared_data(event, options)
-            kept: Any = tuple(stripped)
-            values = tuple(stripped.values())
+    def same(x: Event, y: Event) -> bool:
+        _, _, kind, data_x, step_x, _ = x
+        _, _, kind_y, data_y, step_y, _ = y
+        if kind != kind_y or step_x != step_y:
+            return False
+        stripped = with_paths.get(kind)
+        if stripped is None:
+            stripped = with_paths[kind] = paths_for is not None and bool(paths_for(kind))
+        if stripped:
+            compared_x, compared_y = _compared_data(x, options), _compared_data(y, options)
+            if tuple(compared_x) != tuple(compared_y):
+                return False
+            values_x: Any = tuple(compared_x.values())
+            values_y: Any = tuple(compared_y.values())
         else:
-            keys = tuple(data)
-            found = kept_by_keys.get(keys)
-            if found is None:
-                found = kept_by_keys[keys] = kept_of(keys)
-            kept, read = found
-            values = read(data)
+            keys = tuple(data_x)
+            kept, read_x = kept_of(keys)
+            other = tuple(data_y)
+            if other == keys:
+                read_y = read_x
+            else:
+                kept_y, read_y = kept_of(other)
+                if kept_y != kept:
+                    return False
+            values_x, values_y = read_x(data_x), read_y(data_y)
+        if values_x != values_y:
+            return False
         try:
-            return kept, dumps((step, etype, values), option=_FAST_OPTION), values
+            return dumps((step_x, kind, values_x), option=_FAST_OPTION) == dumps(
+                (step_y, kind_y, values_y), option=_FAST_OPTION
+            )
         except TypeError:
-            return kept, None, object()  # equal to nothing: decided by the canonical keys
+            return False  # not all JSON: decided by the canonical keys
 
-    return identity
+    return same
 
 
-def _first_difference(ra: _Run, ia: range, rb: _Run, ib: range) -> int | None:
+def _kept_values(
+    drop: frozenset[str],
+) -> Callable[[tuple[str, ...]], tuple[tuple[str, ...], Callable[[Any], Any]]]:
+    """For the keys of an event's data, in order: the keys kept (not in ``drop``) and a
+    reader of their values. Events of one type share a few key orders, so each is worked
+    out once; reading the kept values replaces a filtered copy of every event's data."""
+    known: dict[tuple[str, ...], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
+
+    def kept_of(keys: tuple[str, ...]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+        found = known.get(keys)
+        if found is not None:
+            return found
+        if not all(type(k) is str for k in keys):  # not JSON: decided by the canonical keys
+            found = (), lambda data: _UNENCODABLE
+        else:
+            kept = tuple(k for k in keys if k not in drop)
+            if len(kept) == 1:
+                only = kept[0]
+                found = kept, lambda data: (data[only],)
+            else:
+                found = kept, operator.itemgetter(*kept) if kept else lambda data: ()
+        known[keys] = found
+        return found
+
+    return kept_of
+
+
+def _first_difference(ra: _Run, ia: range, rb: _Run, ib: range, same: FastTest) -> int | None:
     """The first position at which events ``ia`` of ``ra`` and ``ib`` of ``rb`` have different
     canonical keys, or ``None`` when they agree over the length of the shorter one."""
-    sa = ra.sources
-    sb = rb.sources
     # map() over two iterables stops with the shorter one, like zip().
     unequal = map(
-        operator.ne,
-        map(ra.identity, sa[ia.start : ia.stop]),
-        map(rb.identity, sb[ib.start : ib.stop]),
+        operator.not_, map(same, ra.sources[ia.start : ia.stop], rb.sources[ib.start : ib.stop])
     )
     for offset in itertools.compress(itertools.count(), unequal):
         i = ia.start + offset
@@ -261,25 +290,26 @@ def compare(
     b = align_call_ids(a, b)
     ra = _Run(a, options)
     rb = _Run(b, options)
+    same = _fast_test(options)
     na = len(ra.sources)
     nb = len(rb.sources)
     with collector_paused():
-        differs = _first_difference(ra, range(na), rb, range(nb))
+        differs = _first_difference(ra, range(na), rb, range(nb), same)
     if differs is None and na == nb:
         return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)
     # Events before `agreed` are equal pairwise, position by position.
     agreed = min(na, nb) if differs is None else differs
     with collector_paused():
-        comparison = _walk_steps(ra, rb, agreed)
+        comparison = _walk_steps(ra, rb, agreed, same)
         # Raise for an event that cannot be canonicalized, as canonicalizing every event
-        # would: those before `agreed` have been through `exact` already if their identity
-        # failed (and were not moved since).
+        # would: those before `agreed` have been through `exact` already if the fast test
+        # could not encode them (and were not moved since).
         _canonicalize_unencodable(ra, min(agreed, ra.reordered))
         _canonicalize_unencodable(rb, min(agreed, rb.reordered))
     return comparison
 
 
-def _walk_steps(ra: _Run, rb: _Run, agreed: int) -> Comparison:
+def _walk_steps(ra: _Run, rb: _Run, agreed: int, same: FastTest) -> Comparison:
     """Every step of either run with its status, and the first divergent one described."""
     results: list[StepResult] = []
     first: FirstDivergence | None = None
@@ -290,7 +320,7 @@ def _walk_steps(ra: _Run, rb: _Run, agreed: int) -> Comparison:
             # Not known to agree: compared in announcement order.
             ra.reorder(ia)
             rb.reorder(ib)
-        status = _step_status(ra, ia, rb, ib, agreed)
+        status = _step_status(ra, ia, rb, ib, agreed, same)
         results.append(StepResult(step, status))
         if first is None and status is not StepStatus.IDENTICAL:
             ea = [ra.exact(i) for i in ia or ()]
@@ -299,7 +329,9 @@ def _walk_steps(ra: _Run, rb: _Run, agreed: int) -> Comparison:
     return Comparison(tuple(results), first)
 
 
-def _step_status(ra: _Run, ia: range | None, rb: _Run, ib: range | None, agreed: int) -> StepStatus:
+def _step_status(
+    ra: _Run, ia: range | None, rb: _Run, ib: range | None, agreed: int, same: FastTest
+) -> StepStatus:
     """How the events ``ia`` of ``ra`` and ``ib`` of ``rb`` at one step compare (``None``:
     the run has no such step); events before ``agreed`` are known to be equal."""
     if ia is None:
@@ -308,24 +340,26 @@ def _step_status(ra: _Run, ia: range | None, rb: _Run, ib: range | None, agreed:
         return StepStatus.ONLY_IN_A
     if len(ia) != len(ib):
         return StepStatus.DIVERGED
-    if (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib) is None:
+    if (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib, same) is None:
         return StepStatus.IDENTICAL
     return StepStatus.DIVERGED
 
 
 def _canonicalize_unencodable(run: _Run, agreed: int) -> None:
-    """Canonicalize the events from ``agreed`` on whose fast identity failed, so that one
-    that cannot be canonicalized raises."""
+    """Canonicalize the events from ``agreed`` on that the fast test cannot encode, so that
+    one that cannot be canonicalized raises."""
     rest = run.sources[agreed:]
     try:
-        # An identity encodes part of its event (step, type, some of the data's values): when
-        # all of them encode whole, with the same options, no identity can have failed.
+        # The fast test encodes part of an event (step, type, some of the data's values):
+        # when all of them encode whole, with the same options, none of them failed it.
         orjson.dumps([(e.step, e.type, e.data) for e in rest], option=_FAST_OPTION)
         return
     except TypeError:
         pass
-    for offset, (_, fast, _) in enumerate(map(run.identity, rest)):
-        if fast is None:
+    for offset, event in enumerate(rest):
+        try:
+            orjson.dumps((event.step, event.type, event.data), option=_FAST_OPTION)
+        except TypeError:
             run.exact(agreed + offset)
 
 
