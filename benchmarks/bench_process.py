@@ -7,7 +7,12 @@
 * the memory a pytest process gains per replayed test, over a generated project of SDK tests
   that each replay their own golden.
 
-Every measurement here alternates the processes it compares and keeps each one's median.
+Every measurement here alternates the processes it compares and keeps each one's median,
+after one untimed run of each. The timed processes cache their bytecode, as an installed
+package has it (pip compiles it; an editable install caches it on first import), in a folder
+of the benchmark's own: a machine that sets ``PYTHONDONTWRITEBYTECODE`` would otherwise
+compile this project's modules from source in every run, but not pytest's or orjson's, which
+pip compiled when it installed them.
 """
 
 from __future__ import annotations
@@ -56,9 +61,20 @@ def timed(
     return time.perf_counter() - start
 
 
+def cached_bytecode(folder: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) for a process that caches bytecode in ``folder``."""
+    cached = dict(os.environ if env is None else env)
+    cached.pop("PYTHONDONTWRITEBYTECODE", None)
+    cached["PYTHONPYCACHEPREFIX"] = str(folder)
+    return cached
+
+
 def alternate(commands: Sequence[Sequence[str]], repeat: int, **kwargs: object) -> list[float]:
-    """The median wall time of each command, the commands run in turn ``repeat`` times."""
+    """The median wall time of each command, the commands run in turn ``repeat`` times after
+    one untimed run of each (which fills the bytecode caches)."""
     runs: list[list[float]] = [[] for _ in commands]
+    for command in commands:
+        timed(command, **kwargs)  # type: ignore[arg-type]
     for _ in range(repeat):
         for index, command in enumerate(commands):
             runs[index].append(timed(command, **kwargs))  # type: ignore[arg-type]
@@ -76,14 +92,16 @@ class DiffFigures:
 def diff_process(path_a: Path, path_b: Path, events: int, repeat: int) -> DiffFigures:
     """``rollout diff A B`` against the floor with the collector on and off (medians)."""
     files = [str(path_a), str(path_b)]
-    floor_on, floor_off, diff = alternate(
-        [
-            [sys.executable, "-c", FLOOR, "on", *files],
-            [sys.executable, "-c", FLOOR, "off", *files],
-            [sys.executable, "-c", ROLLOUT, "diff", *files],
-        ],
-        repeat,
-    )
+    with tempfile.TemporaryDirectory(prefix="bench-bytecode-") as bytecode:
+        floor_on, floor_off, diff = alternate(
+            [
+                [sys.executable, "-c", FLOOR, "on", *files],
+                [sys.executable, "-c", FLOOR, "off", *files],
+                [sys.executable, "-c", ROLLOUT, "diff", *files],
+            ],
+            repeat,
+            env=cached_bytecode(Path(bytecode)),
+        )
     return DiffFigures(events, floor_on, floor_off, diff)
 
 
@@ -96,14 +114,22 @@ class StartupFigures:
     plugin: float
 
 
-def startup(repeat: int) -> StartupFigures:
+def startup(repeat: int, *, cached: bool = True) -> StartupFigures:
     """``pytest`` on one trivial test, with ``-p pytest_rollout.plugin`` and without it, plugin
-    autoload off, in a directory of its own (no configuration of this project applies)."""
+    autoload off, in a directory of its own (no configuration of this project applies).
+
+    ``cached=False``: no process writes bytecode, so the plugin's modules are compiled (and
+    pytest rewrites them) in every run, while pytest's come compiled from its install.
+    """
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as folder:
         root = Path(folder)
         (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         (root / "test_trivial.py").write_text("def test_trivial():\n    pass\n", encoding="utf-8")
         env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        if cached:
+            env = cached_bytecode(root / "bytecode", env)
+        else:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_trivial.py"]
         bare, plugin = alternate(
             [base, [*base, "-p", "pytest_rollout.plugin"]], repeat, cwd=root, env=env
