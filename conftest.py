@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from _pytest.assertion.rewrite import AssertionRewritingHook
 
 import pytest_rollout
 
@@ -41,6 +42,31 @@ LAZY_THIRD_PARTY: Final = (
     "anthropic.lib.streaming",
     "syrupy.extensions.single_file",
 )
+
+
+#: A library of the test extra that ships a pytest plugin, which the suite imports whole
+#: (its plugin imports all of it for the terminal summary, in every process): pytest rewrites
+#: the asserts of every module of a plugin's distribution imported once it has started, and
+#: nothing here relies on Hypothesis's own asserts being rewritten.
+UNREWRITTEN: Final = ("hypothesis", "hypothesis.strategies")
+
+
+def _import_unrewritten() -> None:
+    """Import :data:`UNREWRITTEN` from their installed bytecode, pytest's rewriting import
+    hook set aside: with ``PYTHONDONTWRITEBYTECODE`` set nothing pytest rewrites is kept,
+    and rewriting Hypothesis alone cost each of the suite's processes 1.5-2 s."""
+    hooks = [finder for finder in sys.meta_path if isinstance(finder, AssertionRewritingHook)]
+    for hook in hooks:
+        sys.meta_path.remove(hook)
+    try:
+        for name in UNREWRITTEN:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+    finally:
+        sys.meta_path[:0] = hooks
+
+
+_import_unrewritten()
 
 
 #: Modules not imported up front: the command's entry, and the syrupy extension's module.

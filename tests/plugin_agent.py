@@ -70,8 +70,24 @@ def write_project(pytester: pytest.Pytester, **test_files: str) -> None:
 def run(pytester: pytest.Pytester, xdist: Sequence[str], *args: str) -> pytest.RunResult:
     """Run pytest in the project: in-process, or in a subprocess when xdist is on."""
     if xdist:
-        return pytester.runpytest_subprocess(*UNUSED_PLUGINS, *xdist, *args)
+        return run_subprocess(pytester, *xdist, *args)
     return pytester.runpytest_inprocess(*IN_PROCESS, *args)
+
+
+def run_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Run pytest in the project in a subprocess, its processes keeping their bytecode.
+
+    Where ``PYTHONDONTWRITEBYTECODE`` is set (as on the machines this suite runs on), every
+    process of such a run compiled the package again, and pytest rewrote the asserts of
+    each plugin's modules (this one's, syrupy's, xdist's) again: a run under xdist starts
+    three processes. Here they keep it in a ``PYTHONPYCACHEPREFIX`` folder beside the
+    projects of this worker's tests, so the next run reads it: nothing is written beside the
+    sources or into the project, and what a process imports does not change.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPYCACHEPREFIX", str(pytester.path.parent / "bytecode"))
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        return pytester.runpytest_subprocess(*UNUSED_PLUGINS, *args)
 
 
 def record(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -11,10 +11,10 @@ from command import python_m
 from plugin_agent import (
     IN_PROCESS,
     N2,
-    UNUSED_PLUGINS,
     WEATHER_TEST,
     failure_sections,
     record,
+    run_subprocess,
     write_project,
 )
 
@@ -133,9 +133,7 @@ def test_the_audit_trail_is_one_chain_across_xdist_workers(
     write_project(pytester, test_audited=AUDITED_TEST)
     capture = pytester.path / "runs"
     monkeypatch.setenv("ROLLOUT_DIR", str(capture))
-    result = pytester.runpytest_subprocess(
-        *UNUSED_PLUGINS, *N2, "--rollout-record", "--rollout-audit"
-    )
+    result = run_subprocess(pytester, *N2, "--rollout-record", "--rollout-audit")
     result.assert_outcomes(passed=4)
     [trail] = list(capture.glob("*/audit.jsonl"))
     entries = [orjson.loads(line) for line in trail.read_bytes().splitlines()]
