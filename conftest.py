@@ -69,6 +69,18 @@ def _import_unrewritten() -> None:
 _import_unrewritten()
 
 
+def _register_hypothesis_profiles() -> None:
+    """``pytest --hypothesis-profile=thorough`` draws ten times the examples of the suite's
+    runs (100) in the property tests that do not set a count for their own cost."""
+    with contextlib.suppress(ImportError):
+        from hypothesis import settings  # noqa: PLC0415  (the test extra may be missing)
+
+        settings.register_profile("thorough", max_examples=1000)
+
+
+_register_hypothesis_profiles()
+
+
 #: Modules not imported up front: the command's entry, and the syrupy extension's module.
 _SIGNALS: Final = frozenset({"pytest_rollout.__main__", "pytest_rollout.plugin.snapshot"})
 

@@ -763,7 +763,7 @@ all_options = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(deadline=None, database=None)
 @given(stream=streams, opts=all_options)
 def test_odd_data_never_raises_and_batch_equals_live(stream: Stream, opts: AnalyzerOptions) -> None:
     emitted = live(stream, opts)

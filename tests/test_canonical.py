@@ -271,7 +271,7 @@ _PATTERN_SEGMENTS = st.sampled_from(["**", "*", "a", "b", 0, 1])
 _PATH_SEGMENTS = st.sampled_from(["a", "b", "c", 0, 1, "0"])
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(deadline=None, database=None)
 @given(
     st.lists(_PATTERN_SEGMENTS, min_size=1, max_size=7),
     st.lists(_PATH_SEGMENTS, max_size=7),

@@ -66,7 +66,6 @@ from pytest_rollout.safety.redact import BUILTIN_RULES, RedactionMode, Redactor
 
 #: Bounded and derandomized: the same examples on every run, a few seconds in all.
 REPLAY: Final = settings(
-    max_examples=300,
     deadline=None,
     derandomize=True,
     database=None,

@@ -126,9 +126,7 @@ def test_excerpt_sanitizes() -> None:
     assert excerpt("\u202e") == "\\u202e"
 
 
-@settings(
-    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.one_of(

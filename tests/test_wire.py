@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rollout.errors import RolloutError
@@ -744,7 +744,6 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300)
 @given(_json, _json)
 def test_no_shape_of_body_or_frames_raises(body: Any, frames: Any) -> None:
     for api in APIS.values():
