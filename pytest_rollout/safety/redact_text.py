@@ -231,14 +231,25 @@ class TextRedactor:
 
     def _pass(self, text: str) -> str:
         result = text
+        # The text cut at its markers, kept from step to step until a step changes it: a
+        # text full of markers (hostile input) is cut once, not once a step.
+        pieces: list[tuple[bool, str]] | None = None
+        plain: list[str] = []
         for step in self._steps:
-            if MARKER_OPEN in result:
-                pieces = _pieces(result)
-                parts = [p if marker else self._sub(step, p) for marker, p in pieces]
-                if any(part is not piece[1] for part, piece in zip(parts, pieces, strict=True)):
-                    result = "".join(parts)
-            else:
+            if MARKER_OPEN not in result:
                 result = self._sub(step, result)
+                continue
+            if pieces is None:
+                pieces = _pieces(result)
+                plain = [piece for marker, piece in pieces if not marker]
+            # Most steps find nothing: one search of each piece, without a call of Python
+            # code a piece, says so.
+            if not any(map(step.regex.search, plain)):
+                continue
+            parts = [p if marker else self._sub(step, p) for marker, p in pieces]
+            if any(part is not piece[1] for part, piece in zip(parts, pieces, strict=True)):
+                result = "".join(parts)
+                pieces = None
         return result
 
     def _sub(self, step: _Step, text: str) -> str:
