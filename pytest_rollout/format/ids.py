@@ -55,9 +55,9 @@ def _announced_in(data: Mapping[str, Any], found: list[str]) -> None:
         return
     for call in calls:
         if type(call) is dict or isinstance(call, Mapping):
-            name = call.get("id")
-            if type(name) is str or isinstance(name, str):
-                found.append(name)
+            call_id = call.get("id")
+            if type(call_id) is str or isinstance(call_id, str):
+                found.append(call_id)
 
 
 def _echoed_in(data: Mapping[str, Any], found: dict[str, None]) -> None:

@@ -27,6 +27,7 @@ from .tally import Tally, is_worker
 from .unused import UnusedFinder
 
 if TYPE_CHECKING:
+    from ..session import Engine
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin, PrunePlugin
     from .otel import OtelPlugin
     from .runs import TestRuns
@@ -172,7 +173,7 @@ class RolloutPlugin:
         return report
 
     def _drawing(
-        self, item: pytest.Item, engine: Any, call: pytest.CallInfo[None]
+        self, item: pytest.Item, engine: Engine | None, call: pytest.CallInfo[None]
     ) -> contextlib.AbstractContextManager[None]:
         """How pytest draws a failure of the test: natively (what Python prints, at little
         cost) when the plugin's report will replace it, else as it is configured to."""

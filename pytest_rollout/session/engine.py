@@ -133,8 +133,8 @@ class Engine:
         self._provider: str | None = None
         self._cost = 0.0
         self._costed = False
-        #: How an event encoded already is recorded (see :meth:`_route_encoded`).
-        self.record_encoded: Callable[[str, bytes], None] = recorder.emit_payload
+        #: How an event encoded already is recorded (set by :meth:`_route_encoded`).
+        self.record_encoded: Callable[[str, bytes], None]
         self._route_encoded()
         self.calls = ToolCalls(
             self, replays=self._replays, rebuild_hook=rebuild_hook, audits=audit is not None
