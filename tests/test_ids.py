@@ -6,7 +6,7 @@ from typing import Any
 
 from pytest_rollout import Recorder
 from pytest_rollout.format.events import Event
-from pytest_rollout.format.ids import align_call_ids, announced_ids
+from pytest_rollout.format.ids import align_call_ids, announced_ids, echoed_ids
 
 
 def run(ids: list[str], *, city: str = "Paris") -> tuple[Event, ...]:
@@ -100,3 +100,16 @@ def test_an_item_id_that_moved_is_still_a_difference() -> None:
     a = responses_run("fc_01", "msg_01", "resp_01")
     b = responses_run("fc_01", "fc_01", "resp_01")  # two items under one name
     assert [e.data for e in align_call_ids(a, b)] != [e.data for e in a]
+
+
+def test_echoed_item_ids_are_found_among_chat_messages_and_plain_items() -> None:
+    item = {"type": "function_call", "id": "fc_01", "call_id": "c", "name": "weather"}
+    r = Recorder()
+    r.emit("run.started", {})
+    r.emit("llm.turn.started", {"messages": [{"role": "user", "content": "?"}, "text", item]})
+    r.emit(
+        "llm.turn.started",
+        {"messages": [{"role": "user", "content": "?"}, {**item, "id": "fc_02"}]},
+    )
+    r.emit("run.completed", {"outcome": "completed"})
+    assert echoed_ids(r.rollout().events) == ["fc_01", "fc_02"]

@@ -17,6 +17,7 @@ requests first carried them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, Event
@@ -67,6 +68,12 @@ def _echoed_in(data: Mapping[str, Any], found: dict[str, None]) -> None:
     messages = data.get("messages")
     if type(messages) is not list:
         return
+    try:
+        # Chat messages have no "type": a history of them is passed over in C.
+        if not any(map(dict.__contains__, messages, repeat("type"))):
+            return
+    except TypeError:  # an item that is not a dict: looked at one by one
+        pass
     for item in messages:
         if type(item) is dict and "type" in item and isinstance(item.get("id"), str):
             found.setdefault(item["id"])
