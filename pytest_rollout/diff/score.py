@@ -82,7 +82,10 @@ def tokens_per_second(output_tokens: Any, latency_ms: Any) -> float | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    kind = type(value)
+    if kind is float or kind is int:  # the common case, without isinstance
+        return float(value)
+    if isinstance(value, int | float) and kind is not bool:
         return float(value)
     return None
 
