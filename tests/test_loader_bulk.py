@@ -18,7 +18,7 @@ from test_loader_fuzz import mutated_rollouts, valid_rollouts
 from pytest_rollout import Limits, Recorder, RolloutFormatError, loads
 from pytest_rollout.format import loader
 from pytest_rollout.format.bulk import _CHUNK, bulk_events
-from pytest_rollout.format.events import Event
+from pytest_rollout.format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, Event
 
 TS = "2026-06-28T12:34:56.000000Z"
 SMALL = Limits(line_bytes=400, events=8, total_bytes=3000, depth=5, elements=25, max_step=6)
@@ -186,3 +186,25 @@ def test_a_line_not_written_back_is_found_in_any_chunk(position: str) -> None:
     with pytest.raises(RolloutFormatError) as refused:
         loads(data, path="run.jsonl")
     assert str(refused.value) == f'run.jsonl:{index[position] + 1}: duplicate key "data"'
+
+
+@pytest.mark.parametrize("path", ["bulk", "line by line"])
+def test_events_share_their_core_type_and_step_objects(path: str) -> None:
+    """Later passes over a run read every event's type and step: one string object per
+    core type and one int per step keep those reads in cache (docs/performance.md)."""
+    r = Recorder(clock=lambda: 1_782_650_096_000_000_000)
+    r.emit("run.started", {})
+    for step in (300, 301):  # beyond the ints Python shares itself
+        r.emit("llm.turn.started", {"step": step, "messages": []})
+        r.emit("llm.turn.completed", {"step": step, "content": "ok"})
+        r.emit("my.custom", {"step": step})
+    r.emit("run.completed", {"outcome": "completed"})
+    r.close()
+    data = r.getvalue()
+    events = bulk(data) if path == "bulk" else line_by_line(data)
+    assert events is not None
+    assert events[1].type is LLM_TURN_STARTED
+    assert events[5].type is LLM_TURN_COMPLETED
+    assert events[3].type == "my.custom"
+    assert events[1].step is events[2].step is events[3].step == 300
+    assert events[4].step is events[5].step is events[6].step == 301

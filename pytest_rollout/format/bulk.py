@@ -16,7 +16,7 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event
+from .events import CORE_TYPES, RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event
 from .schema import CHECKS
 
 __all__ = ["Bounds", "bulk_events"]
@@ -101,6 +101,7 @@ def _checked_events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple
     events: list[Event] = []
     append = events.append
     checks = CHECKS
+    shared = CORE_TYPES.get
     carrying = STEP_TYPE_PREFIXES
     terminals = TERMINAL_TYPES
     max_step = bounds.max_step
@@ -129,16 +130,16 @@ def _checked_events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple
                 return None
         elif type(raw_step) is not int or not step <= raw_step <= max_step:
             return None
-        elif raw_step:
-            step = raw_step
-        elif etype.startswith(carrying):
+        elif raw_step != step:
+            step = raw_step  # one int object serves every event of a step
+        elif not raw_step and etype.startswith(carrying):
             return None
         check = checks.get(etype)
         if check is not None and check(payload) is not None:
             return None
         last_seq = seq
         ended = etype in terminals
-        append(_new_event(Event, (seq, ts, etype, payload, step, lineno)))
+        append(_new_event(Event, (seq, ts, shared(etype, etype), payload, step, lineno)))
     if events[0].step or not (ended or tolerant):  # run.started is at step 0
         return None
     return tuple(events)

@@ -8,6 +8,7 @@ __all__ = [
     "AUDIT_ACTION",
     "CONTEXT_WINDOW_SNAPSHOT",
     "CONTEXT_WINDOW_WARNING",
+    "CORE_TYPES",
     "COST_ANOMALY",
     "DROP_DETECTED",
     "ERROR_CONTEXT",
@@ -82,6 +83,37 @@ ERROR_FAMILIES: Final = frozenset(
         ERROR_CONTEXT,
     }
 )
+
+#: Each core type's name, by itself: the loader gives every event of a core type this very
+#: string (not an equal copy per line), so that later passes compare types by pointer.
+CORE_TYPES: Final[dict[str, str]] = {
+    kind: kind
+    for kind in (
+        RUN_STARTED,
+        RUN_COMPLETED,
+        RUN_FAILED,
+        LLM_TURN_STARTED,
+        LLM_TURN_COMPLETED,
+        LLM_TURN_FAILED,
+        TOOL_CALL_STARTED,
+        TOOL_CALL_COMPLETED,
+        USAGE_DELTA,
+        REPLAY_DIVERGENCE,
+        DROP_DETECTED,
+        HOOK_FAILED,
+        TOOL_HOOK_FAILED,
+        MEMORY_OBSERVE_FAILED,
+        SKILL_FORK_FAILED,
+        ERROR_CONTEXT,
+        TOOL_ANTIPATTERN,
+        TOOL_DECISION,
+        COST_ANOMALY,
+        CONTEXT_WINDOW_SNAPSHOT,
+        CONTEXT_WINDOW_WARNING,
+        LLM_REQUEST_SNAPSHOT,
+        LLM_RESPONSE_META,
+    )
+}
 
 #: Types whose events belong to an LLM turn and so must sit at step 1 or later.
 STEP_TYPE_PREFIXES: Final = ("llm.turn.", "tool.call.")

@@ -32,7 +32,14 @@ import orjson
 
 from ..errors import RolloutFormatError
 from .bulk import Bounds, bulk_events
-from .events import RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event, is_step_carrying
+from .events import (
+    CORE_TYPES,
+    RUN_STARTED,
+    STEP_TYPE_PREFIXES,
+    TERMINAL_TYPES,
+    Event,
+    is_step_carrying,
+)
 from .files import Unreadable, read_regular
 from .gcpause import collector_paused
 from .schema import CHECKS, json_kind, schema_problem
@@ -191,6 +198,7 @@ def _parse_events(data: bytes, path: str, limits: Limits, tolerant: bool) -> tup
     max_step = limits.max_step
     terminals = TERMINAL_TYPES
     checks = CHECKS
+    shared = CORE_TYPES.get
     for lineno, raw in _content_lines(data):
         # The fast path accepts exactly what the strict path accepts; anything unusual
         # (including every refusal) takes the strict path, which says what is wrong.
@@ -233,10 +241,11 @@ def _parse_events(data: bytes, path: str, limits: Limits, tolerant: bool) -> tup
                 check = checks.get(etype)
                 if check is not None and (problem := check(payload)) is not None:
                     raise RolloutFormatError(path, lineno, problem)
-                step = step if raw_step is _ABSENT else raw_step
+                if raw_step is not _ABSENT and raw_step != step:
+                    step = raw_step  # one int object serves every event of a step
                 last_seq = seq
                 terminal_line = lineno if etype in terminals else 0
-                append(Event(seq, ts, etype, payload, step, lineno))
+                append(Event(seq, ts, shared(etype, etype), payload, step, lineno))
                 continue
         event = _strict_event(
             raw, lineno, path, limits, _Position(len(events), last_seq, step, terminal_line)
@@ -280,7 +289,7 @@ def _strict_event(raw: bytes, lineno: int, path: str, limits: Limits, at: _Posit
     problem = schema_problem(etype, payload)
     if problem is not None:
         raise RolloutFormatError(path, lineno, problem)
-    return Event(seq, ts, etype, payload, step, lineno)
+    return Event(seq, ts, CORE_TYPES.get(etype, etype), payload, step, lineno)
 
 
 def _check_ending(events: list[Event], terminal_line: int, path: str, tolerant: bool) -> None:
