@@ -17,7 +17,7 @@ from test_loader_fuzz import mutated_rollouts, valid_rollouts
 
 from pytest_rollout import Limits, Recorder, RolloutFormatError, loads
 from pytest_rollout.format import loader
-from pytest_rollout.format.bulk import _CHUNK, bulk_events
+from pytest_rollout.format.bulk import bulk_events
 from pytest_rollout.format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, Event
 
 TS = "2026-06-28T12:34:56.000000Z"
@@ -174,11 +174,11 @@ def test_mutated_files_agree(data: bytes) -> None:
     _agree(data, SMALL)
 
 
-@pytest.mark.parametrize("position", ["first", "last of a chunk", "first of a chunk", "last"])
-def test_a_line_not_written_back_is_found_in_any_chunk(position: str) -> None:
-    """The lines are written back a chunk at a time: a duplicate key is found wherever it is."""
+@pytest.mark.parametrize("position", ["first", "middle", "last"])
+def test_a_line_not_written_back_is_found_wherever_it_is(position: str) -> None:
+    """Every line is written back: a duplicate key is found wherever it is."""
     lines = [START] + [_line(seq, "x", {"n": seq}) for seq in range(1, 1200)]
-    index = {"first": 1, "last of a chunk": _CHUNK - 1, "first of a chunk": _CHUNK, "last": 1199}
+    index = {"first": 1, "middle": 600, "last": 1199}
     duplicated = b'{"ts":"t","seq":%d,"type":"x","data":{},"data":{}}' % index[position]
     lines[index[position]] = duplicated
     data = _file(*lines, _line(1200, "run.completed", {}))

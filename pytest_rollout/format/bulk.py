@@ -21,11 +21,6 @@ from .schema import CHECKS
 
 __all__ = ["Bounds", "bulk_events"]
 
-#: Lines written back and compared at once. It bounds the memory of the copy, and keeps
-#: each copy (a few hundred KB at typical line lengths) in memory the process already has:
-#: larger copies are mapped afresh from the system each time, and on a 2-core VM the page
-#: faults of a 2 MB copy cost more than writing it.
-_CHUNK: Final = 512
 #: Every byte but the opening brackets and the newline (deleted to count brackets a line).
 _NOT_OPENINGS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _ABSENT: Final[Any] = object()
@@ -69,22 +64,14 @@ def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
     """Whether orjson writes each parsed line back byte for byte: no duplicate key was
     dropped, no integer beyond 64 bits became a float, and the line is compact.
 
-    Compared a chunk at a time: the chunk's lines joined into one JSON array against
-    orjson's encoding of the chunk's objects. Each line is one whole JSON value, so the
-    commas that join them are the array's own, and equal arrays mean equal lines.
+    Each line's encoding is compared as it is made and freed at once, so the memory that
+    holds one is reused for the next: keeping many (a copy of the file) costs the page
+    faults of mapping them afresh, more than the writing.
     """
-    dumps = orjson.dumps
-    for start in range(0, len(lines), _CHUNK):
-        stop = start + _CHUNK
-        try:
-            written = dumps(objects[start:stop])
-        except orjson.JSONEncodeError:  # deeper than orjson writes
-            return False
-        joined = b",".join(lines[start:stop])
-        # Compared in place, after the array's "[" (orjson writes no space): no copy.
-        if len(written) != len(joined) + 2 or not written.startswith(joined, 1):
-            return False
-    return True
+    try:
+        return all(map(bytes.__eq__, map(orjson.dumps, objects), lines))
+    except orjson.JSONEncodeError:  # deeper than orjson writes
+        return False
 
 
 def _events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
