@@ -321,3 +321,11 @@ def test_a_tuple_is_not_taken_for_the_equal_list(value: tuple[Any, ...]) -> None
     b = (ev(0, "run.started"), ev(1, "hook.note", {"v": value}))
     reference = [c.key for c in canonicalize(a)] == [c.key for c in canonicalize(b)]
     assert compare(a, b).identical is reference
+
+
+def test_a_value_that_cannot_be_canonicalized_after_the_divergence_is_refused() -> None:
+    # A step only one run has is decided without comparing its events: still checked.
+    a = (ev(0, "run.started"), ev(1, "hook.note", {"i": 1}))
+    b = (ev(0, "run.started"), ev(1, "hook.note", {"i": 2}), ev(2, "hook.note", {"v": {1}}))
+    with pytest.raises(TypeError):
+        compare(a, b)

@@ -14,6 +14,7 @@ recorded on are checked for that order and put in it, so runs that agree pay not
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import operator
@@ -124,6 +125,8 @@ _UNENCODABLE: Final = object()
 # instead of encoding like their plain counterparts the subclasses of str, int, dict and
 # list, and dataclasses.
 _FAST_OPTION: Final = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+#: An event's step, type and data, as the fast test encodes them.
+_ENCODED_PART: Final = operator.itemgetter(4, 2, 3)
 
 
 class _Run:
@@ -313,14 +316,17 @@ def _walk_steps(ra: _Run, rb: _Run, agreed: int, same: FastTest) -> Comparison:
     """Every step of either run with its status, and the first divergent one described."""
     results: list[StepResult] = []
     first: FirstDivergence | None = None
+    identical = StepStatus.IDENTICAL
     for step in sorted(ra.groups.keys() | rb.groups.keys()):
         ia = ra.groups.get(step)
         ib = rb.groups.get(step)
-        if ia is None or ib is None or not (ia == ib and ia.stop <= agreed):
-            # Not known to agree: compared in announcement order.
-            ra.reorder(ia)
-            rb.reorder(ib)
-        status = _step_status(ra, ia, rb, ib, agreed, same)
+        if ia is not None and ia == ib and ia.stop <= agreed:
+            results.append(StepResult(step, identical))  # inside the agreed prefix
+            continue
+        # Not known to agree: compared in announcement order.
+        ra.reorder(ia)
+        rb.reorder(ib)
+        status = _step_status(ra, ia, rb, ib, same)
         results.append(StepResult(step, status))
         if first is None and status is not StepStatus.IDENTICAL:
             ea = [ra.exact(i) for i in ia or ()]
@@ -330,17 +336,17 @@ def _walk_steps(ra: _Run, rb: _Run, agreed: int, same: FastTest) -> Comparison:
 
 
 def _step_status(
-    ra: _Run, ia: range | None, rb: _Run, ib: range | None, agreed: int, same: FastTest
+    ra: _Run, ia: range | None, rb: _Run, ib: range | None, same: FastTest
 ) -> StepStatus:
     """How the events ``ia`` of ``ra`` and ``ib`` of ``rb`` at one step compare (``None``:
-    the run has no such step); events before ``agreed`` are known to be equal."""
+    the run has no such step)."""
     if ia is None:
         return StepStatus.ONLY_IN_B
     if ib is None:
         return StepStatus.ONLY_IN_A
     if len(ia) != len(ib):
         return StepStatus.DIVERGED
-    if (ia == ib and ia.stop <= agreed) or _first_difference(ra, ia, rb, ib, same) is None:
+    if _first_difference(ra, ia, rb, ib, same) is None:
         return StepStatus.IDENTICAL
     return StepStatus.DIVERGED
 
@@ -352,7 +358,10 @@ def _canonicalize_unencodable(run: _Run, agreed: int) -> None:
     try:
         # The fast test encodes part of an event (step, type, some of the data's values):
         # when all of them encode whole, with the same options, none of them failed it.
-        orjson.dumps([(e.step, e.type, e.data) for e in rest], option=_FAST_OPTION)
+        # Each encoding is dropped as it is made (a deque of no length consumes in C).
+        parts = map(_ENCODED_PART, rest)
+        options = itertools.repeat(_FAST_OPTION)
+        collections.deque(map(orjson.dumps, parts, itertools.repeat(None), options), maxlen=0)
         return
     except TypeError:
         pass
