@@ -15,11 +15,12 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 
 __all__ = ["collector_paused"]
 
 #: Young-generation passes' worth of new containers past which a block's are made old.
-_BULK_PASSES = 10
+_BULK_PASSES: Final = 10
 
 
 @contextmanager
