@@ -20,6 +20,7 @@ from pytest_rollout.errors import RolloutFormatError
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.format.schema import SCHEMA
 from pytest_rollout.otel import (
     TraceLimits,
     export_runs,
@@ -73,7 +74,11 @@ values = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)),
     max_leaves=8,
 )
-payloads = st.dictionaries(text.filter(lambda k: k != "step"), values, max_size=4)
+#: Keys of free-form fields: not the step, and none that the typed schema gives a type
+#: (generated values for those are refused by the loader, as they should be).
+TYPED_KEYS = frozenset(f.key for fields in SCHEMA.values() for f in fields)
+free_keys = text.filter(lambda k: k != "step" and k not in TYPED_KEYS)
+payloads = st.dictionaries(free_keys, values, max_size=4)
 names = st.sampled_from(["get_weather", "convert", "search"])
 calls = st.lists(st.builds(lambda n, a: {"name": n, "arguments": a}, names, payloads), max_size=3)
 turns = st.lists(st.tuples(st.one_of(st.none(), text), calls, payloads), min_size=1, max_size=4)

@@ -13,6 +13,7 @@ from pytest_rollout.diff.compare import StepStatus, compare
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import loads
 from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.format.schema import SCHEMA
 
 SETTINGS = settings(
     max_examples=60,
@@ -34,7 +35,11 @@ json_values = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(text, inner, max_size=4)),
     max_leaves=12,
 )
-payloads = st.dictionaries(text.filter(lambda k: k != "step"), json_values, max_size=5)
+#: Keys of free-form fields: not the step, and none that the typed schema gives a type
+#: (generated values for those are refused by the loader, as they should be).
+TYPED_KEYS = frozenset(f.key for fields in SCHEMA.values() for f in fields)
+free_keys = text.filter(lambda k: k != "step" and k not in TYPED_KEYS)
+payloads = st.dictionaries(free_keys, json_values, max_size=5)
 
 # Types after run.started; the first one is always a turn start, so tool calls are at step >= 1.
 BODY_TYPES = [
