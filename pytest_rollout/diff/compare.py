@@ -328,7 +328,7 @@ def _walk_steps(ra: _Run, rb: _Run, agreed: int, same: FastTest) -> Comparison:
         rb.reorder(ib)
         status = _step_status(ra, ia, rb, ib, same)
         results.append(StepResult(step, status))
-        if first is None and status is not StepStatus.IDENTICAL:
+        if first is None and status is not identical:
             ea = [ra.exact(i) for i in ia or ()]
             eb = [rb.exact(i) for i in ib or ()]
             first = _describe(step, status, ea, eb)
@@ -367,7 +367,7 @@ def _canonicalize_unencodable(run: _Run, agreed: int) -> None:
         pass
     for offset, event in enumerate(rest):
         try:
-            orjson.dumps((event.step, event.type, event.data), option=_FAST_OPTION)
+            orjson.dumps(_ENCODED_PART(event), option=_FAST_OPTION)
         except TypeError:
             run.exact(agreed + offset)
 
