@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from pytest_rollout import RolloutError
-from pytest_rollout.format.files import FILE_MODE, SecretInFileError, atomic_write, contained
+from pytest_rollout.format.files import (
+    FILE_MODE,
+    SecretInFileError,
+    atomic_write,
+    contained,
+    read_regular,
+)
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.session.golden import WriteResult, write_golden_and_receipt
 
@@ -129,3 +135,38 @@ def test_write_golden_keeps_a_golden_that_differs_only_in_call_ids(tmp_path: Pat
     write_golden(root, path, first)
     assert write_golden(root, path, called("toolu_01Zq")) is WriteResult.UNCHANGED
     assert path.read_bytes() == first
+
+
+def _fstat_reporting(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Make ``os.fstat`` report ``size`` bytes, as for a file that grew after it was asked."""
+    real = os.fstat
+
+    def reported(fd: int) -> os.stat_result:
+        info = tuple(real(fd))
+        return os.stat_result((*info[:6], size, *info[7:]))
+
+    monkeypatch.setattr(os, "fstat", reported)
+
+
+def test_read_regular_reads_a_file_that_grew_since_its_size_was_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"x" * 5000)
+    _fstat_reporting(monkeypatch, 10)
+    assert read_regular(str(path), 8000, "rollout file") == b"x" * 5000
+
+
+def test_read_regular_shows_a_file_that_grew_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"x" * 5000)
+    _fstat_reporting(monkeypatch, 10)
+    assert len(read_regular(str(path), 100, "rollout file")) == 101
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux /proc")
+def test_read_regular_reads_a_file_that_reports_no_size() -> None:
+    assert os.stat("/proc/self/status").st_size == 0
+    assert b"Pid:" in read_regular("/proc/self/status", 1 << 20, "file")

@@ -343,8 +343,14 @@ def read_regular(name: str, limit: int, what: str) -> bytes:
         if info.st_size > limit:
             raise Unreadable(f"file is {info.st_size} bytes, over the {limit}-byte limit")
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            # One byte past the limit, so that a file growing while it is read shows too.
-            return handle.read(limit + 1)
+            # The size fstat gave and one byte more: asking for the limit would allocate it
+            # whole, and fault in fresh pages where a smaller block would have been reused.
+            # A file that grew since (or reports no size, as /proc does) is read on to one
+            # byte past the limit, so that one growing past it shows too.
+            data = handle.read(info.st_size + 1)
+            if len(data) > info.st_size:
+                data += handle.read(limit + 1 - len(data))
+            return data
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror}") from None
     finally:
