@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,9 @@ from otel_traces import pydantic_ai_trace
 
 from pytest_rollout.cli.otel import add_export_parser, add_import_parser, export_otel, import_otel
 from pytest_rollout.diff.integrity import check
-from pytest_rollout.errors import RolloutFileError
+from pytest_rollout.errors import RolloutFileError, RolloutFormatError
 from pytest_rollout.format.loader import Rollout, load
-from pytest_rollout.otel import import_spans, spans_from_bytes
+from pytest_rollout.otel import import_spans, read_spans, spans_from_bytes
 
 PARALLEL = [[Call("get_weather", {"city": "Paris"}), Call("get_weather", {"city": "Oslo"})]]
 
@@ -142,3 +144,31 @@ def test_secrets_are_redacted_on_the_way_in(tmp_path: Path) -> None:
     raw = (tmp_path / "incidents" / "ticket-123.jsonl").read_text(encoding="utf-8")
     assert key not in raw
     assert "[REDACTED" in str(of_type(run, "run.completed")[0]["output"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_a_fifo_as_the_trace_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            read_spans(fifo)
+        except RolloutFormatError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    thread.join(20)
+    if thread.is_alive():  # a writer unblocks a reader stuck in open() or read()
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(20)
+        pytest.fail("reading the trace blocked on a FIFO")
+    assert [str(e) for e in outcome] == [f"{fifo}: is a FIFO, not a regular file"]
+
+
+def test_a_directory_as_the_trace_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(RolloutFormatError) as info:
+        read_spans(tmp_path)
+    assert str(info.value) == f"{tmp_path}: is a directory, not a regular file"

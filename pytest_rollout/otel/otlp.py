@@ -26,6 +26,7 @@ from typing import Any, Final
 import orjson
 
 from ..errors import RolloutFormatError
+from ..format.files import Unreadable, read_regular
 
 __all__ = [
     "DEFAULT_TRACE_LIMITS",
@@ -267,14 +268,9 @@ def read_spans(
     """Every span of an OTLP/JSON file (one ``ExportTraceServiceRequest`` a line)."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
-            if not os.path.isfile(name):
-                raise RolloutFormatError(name, None, "not a regular file")
-            data = handle.read(limits.file_bytes + 1)
-    except OSError as exc:
-        raise RolloutFormatError(
-            name, None, f"cannot read the trace file: {exc.strerror}"
-        ) from None
+        data = read_regular(name, limits.file_bytes, "trace file")
+    except Unreadable as exc:
+        raise RolloutFormatError(name, None, exc.reason) from None
     return spans_from_bytes(data, path=name, limits=limits)
 
 
