@@ -16,6 +16,7 @@ from command import python_m, run_command
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
+from pytest_rollout.format.loader import Rollout
 from pytest_rollout.format.recorder import Recorder
 
 # 2026-06-28T12:34:56Z
@@ -454,6 +455,51 @@ def test_console_script(golden: Path, regressed: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
     done = run_command(ROLLOUT, "diff", golden, golden)
     assert (done.returncode, done.stdout, done.stderr) == (0, EXPECTED_IDENTICAL, "")
+
+
+def test_main_hands_the_loaded_runs_to_the_list_it_is_given(golden: Path, regressed: Path) -> None:
+    keep: list[object] = []
+    assert main(["diff", str(golden), str(regressed)], out=io.StringIO(), keep=keep) == 1
+    assert [r.path for r in keep if isinstance(r, Rollout)] == [str(golden), str(regressed)]
+    shown: list[object] = []
+    assert main(["show", str(golden)], out=io.StringIO(), keep=shown) == 0
+    assert [r.path for r in shown if isinstance(r, Rollout)] == [str(golden)]
+
+
+class _Loaded:
+    """Stands for a loaded run: says whether it was freed."""
+
+    freed = False
+
+    def __del__(self) -> None:
+        _Loaded.freed = True
+
+
+def test_the_console_script_ends_the_process_with_what_it_loaded_still_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Freeing two 100k-event runs object by object takes a quarter of a second: the process
+    # ends first, and the system frees them at once.
+    from pytest_rollout import cli
+
+    def command(*, keep: list[object]) -> int:
+        keep.append(_Loaded())
+        return 1
+
+    ended: list[tuple[int, bool]] = []
+
+    def end(status: int) -> None:
+        ended.append((status, _Loaded.freed))
+        raise SystemExit(status)
+
+    monkeypatch.setattr(cli, "main", command)
+    monkeypatch.setattr(os, "_exit", end)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    if sys.gettrace() is not None or sys.getprofile() is not None or "coverage" in sys.modules:
+        pytest.skip("the console script keeps its exit hooks under a tracer or coverage")
+    with pytest.raises(SystemExit):
+        cli.entry()
+    assert ended == [(1, False)]
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")

@@ -26,10 +26,21 @@ from .parser import build_parser
 __all__ = ["entry", "main"]
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the ``rollout`` command; returns the exit status."""
+def main(
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    *,
+    keep: list[object] | None = None,
+) -> int:
+    """Run the ``rollout`` command; returns the exit status.
+
+    ``keep``: a list the command puts the runs it loaded in, for the caller to let go of
+    when it likes (the console script ends the process instead of freeing them). Without
+    it they are freed before ``main`` returns.
+    """
     out = sys.stdout if out is None else out
     args = _parser().parse_args(argv)
+    args.keep = [] if keep is None else keep
     try:
         status: int = COMMANDS[args.command](args, out)
         return status
@@ -54,7 +65,8 @@ def entry() -> NoReturn:
     # traceback (an ASCII or cp1252 stdout meets "—" or a CJK tool argument).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    status = main()
+    loaded: list[object] = []  # freed by the end of the process, not object by object
+    status = main(keep=loaded)
     if sys.gettrace() is None and sys.getprofile() is None and "coverage" not in sys.modules:
         _exit_at_once(status)
     sys.exit(status)  # a profiler, tracer or coverage run gets its exit hooks
@@ -62,11 +74,12 @@ def entry() -> NoReturn:
 
 def _exit_at_once(status: int) -> NoReturn:
     """End the process with ``status`` once its output is written, without tearing down
-    what the command built. Freeing two loaded 100k-event runs object by object takes a
-    quarter of a second, which the system does at once when the process ends; the command
-    keeps no other state (no ``atexit`` hook, every file it writes is closed). Output that
-    cannot be written (a full disk) is an error, status 120 as Python gives it; a reader that
-    went away (``rollout show run.jsonl | head``) is not."""
+    what the command built and kept (``main``'s ``keep``). Freeing two loaded 100k-event
+    runs object by object takes a quarter of a second, which the system does at once when
+    the process ends; the command keeps no other state (no ``atexit`` hook, every file it
+    writes is closed). Output that cannot be written (a full disk) is an error, status 120
+    as Python gives it; a reader that went away (``rollout show run.jsonl | head``) is
+    not."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -19,7 +19,7 @@ from ..diff.report import Labels, render_divergence, render_header, render_score
 from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
 from ..format.gcpause import collector_paused
-from ..format.loader import load, loads, read_rollout_bytes
+from ..format.loader import Rollout, load, loads, read_rollout_bytes
 from ..replay.fork import fork as fork_run
 from ..safety.audit import AuditCheck, AuditError, verify_audit
 from ..safety.receipt import (
@@ -50,9 +50,15 @@ class Usage(Exception):
     """A wrong argument found after parsing: one line on stderr, exit status 2."""
 
 
+def _kept(args: argparse.Namespace, rollout: Rollout) -> Rollout:
+    """``rollout``, put in the list of what the command's caller lets go of (``keep``)."""
+    args.keep.append(rollout)
+    return rollout
+
+
 def _fork(args: argparse.Namespace, out: TextIO) -> int:
     result = fork_run(
-        load(args.file).events,
+        _kept(args, load(args.file)).events,
         args.step,
         format=args.format,
         include_system=args.include_system,
@@ -172,7 +178,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         except ValueError as exc:
             raise Usage(str(exc)) from None
     # A run cut short by a crash (a flight recorder's partial file) is shown as far as it got.
-    rollout = load(args.file, tolerant=True)
+    rollout = _kept(args, load(args.file, tolerant=True))
     lines = render_show(rollout.events, types=args.type, steps=steps, grep=args.grep)
     if rollout.cut_short_after is not None:
         lines.insert(0, cut_short_line(rollout.cut_short_after))
@@ -195,8 +201,8 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextIO) -> int:
-    run_a = load(args.a)
-    run_b = load(args.b)
+    run_a = _kept(args, load(args.a))
+    run_b = _kept(args, load(args.b))
     report = drift_report(run_a.events, run_b.events, options)
     comparison = report.comparison
     if args.json:
