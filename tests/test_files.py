@@ -148,22 +148,18 @@ def _fstat_reporting(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     monkeypatch.setattr(os, "fstat", reported)
 
 
-def test_read_regular_reads_a_file_that_grew_since_its_size_was_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("limit", "read"),
+    [(8000, 5000), (100, 101)],  # the whole file; one byte past the limit, which shows
+    ids=["within-the-limit", "past-the-limit"],
+)
+def test_read_regular_reads_on_when_a_file_grew_since_its_size_was_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, read: int
 ) -> None:
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"x" * 5000)
     _fstat_reporting(monkeypatch, 10)
-    assert read_regular(str(path), 8000, "rollout file") == b"x" * 5000
-
-
-def test_read_regular_shows_a_file_that_grew_past_the_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "run.jsonl"
-    path.write_bytes(b"x" * 5000)
-    _fstat_reporting(monkeypatch, 10)
-    assert len(read_regular(str(path), 100, "rollout file")) == 101
+    assert read_regular(str(path), limit, "rollout file") == b"x" * read
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux /proc")
