@@ -10,14 +10,13 @@ import json
 import os
 import pickle
 import stat
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from fifo import beside_fifo
 
 from pytest_rollout import Limits, Rollout, RolloutError, RolloutFormatError, load, loads
 
@@ -680,38 +679,11 @@ def test_character_device_is_refused() -> None:
     check(info.value, "/dev/null", None, "is a device, not a regular file")
 
 
-def _in_thread(fn: Callable[[], object], release: Callable[[], None]) -> BaseException | None:
-    """Run ``fn`` in a thread; if it is still running after 20 s, ``release`` it and fail."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # handed back to the test
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(20)
-    if thread.is_alive():
-        release()
-        thread.join(20)
-        pytest.fail("load() blocked on a special file")
-    return outcome[0]
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "run.jsonl"
     os.mkfifo(fifo)
-
-    def release() -> None:  # a writer unblocks a reader stuck in open() or read()
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        os.close(fd)
-
-    err = _in_thread(lambda: load(fifo), release)
+    err = beside_fifo(fifo, lambda: load(fifo))
     assert isinstance(err, RolloutFormatError)
     check(err, str(fifo), None, "is a FIFO, not a regular file")
 
@@ -722,11 +694,7 @@ def test_symlink_to_fifo_is_refused(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     link = tmp_path / "run.jsonl"
     link.symlink_to(fifo)
-
-    def release() -> None:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-    err = _in_thread(lambda: load(link), release)
+    err = beside_fifo(fifo, lambda: load(link))
     assert isinstance(err, RolloutFormatError)
     check(err, str(link), None, "FIFO")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_models import Call, Say
+from fifo import beside_fifo
 from otel_traces import pydantic_ai_trace
 
 from pytest_rollout.cli.otel import add_export_parser, add_import_parser, export_otel, import_otel
@@ -150,22 +150,9 @@ def test_secrets_are_redacted_on_the_way_in(tmp_path: Path) -> None:
 def test_a_fifo_as_the_trace_file_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "trace.jsonl"
     os.mkfifo(fifo)
-    outcome: list[BaseException] = []
-
-    def read() -> None:
-        try:
-            read_spans(fifo)
-        except RolloutFormatError as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    thread.join(20)
-    if thread.is_alive():  # a writer unblocks a reader stuck in open() or read()
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        thread.join(20)
-        pytest.fail("reading the trace blocked on a FIFO")
-    assert [str(e) for e in outcome] == [f"{fifo}: is a FIFO, not a regular file"]
+    refused = beside_fifo(fifo, lambda: read_spans(fifo))
+    assert isinstance(refused, RolloutFormatError)
+    assert str(refused) == f"{fifo}: is a FIFO, not a regular file"
 
 
 def test_a_directory_as_the_trace_file_is_one_clear_error(tmp_path: Path) -> None:
