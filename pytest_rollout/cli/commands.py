@@ -19,7 +19,7 @@ from ..diff.report import Labels, render_divergence, render_header, render_score
 from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
 from ..format.gcpause import collector_paused
-from ..format.loader import Rollout, load, loads, read_rollout_bytes
+from ..format.loader import Rollout, load, load_pair, loads, read_rollout_bytes
 from ..replay.fork import fork as fork_run
 from ..safety.audit import AuditCheck, AuditError, verify_audit
 from ..safety.receipt import (
@@ -201,8 +201,8 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextIO) -> int:
-    run_a = _kept(args, load(args.a))
-    run_b = _kept(args, load(args.b))
+    pair = load_pair(args.a, args.b)
+    run_a, run_b = _kept(args, pair[0]), _kept(args, pair[1])
     report = drift_report(run_a.events, run_b.events, options)
     comparison = report.comparison
     if args.json:

@@ -18,7 +18,7 @@ import collections
 import itertools
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -177,7 +177,7 @@ class _Run:
 FastTest = Callable[[Event, Event], bool]
 
 
-def _fast_test(options: CanonicalOptions) -> FastTest:
+def _fast_test(options: CanonicalOptions, shared: list[Event]) -> FastTest:
     """A test of two events that, when it says they are equal, implies equal canonical keys.
 
     Canonical keys (sorted keys, rounded floats) cost a walk of every event. The test looks
@@ -196,22 +196,25 @@ def _fast_test(options: CanonicalOptions) -> FastTest:
 
     The two events are tested in one call, and nothing is kept: keeping 100k encodings
     costs more in memory traffic than making them.
+
+    Two events of the same type and step whose data is the same object are equal without
+    a look at it (runs loaded together share the data of their equal lines: see
+    :func:`~pytest_rollout.format.loader.load_pair`). Such events are put in ``shared``,
+    for :func:`compare` to check that they can be canonicalized.
     """
     kept_of = _kept_values(options.drop_keys | {"step"})
-    paths_for = options.paths_for if options.ignore_paths else None
+    with_paths = _WithPaths(options)
     dumps = orjson.dumps
-    # Whether ignore paths apply to each type met (asked once a type, not once an event).
-    with_paths: dict[str, bool] = {}
 
     def same(x: Event, y: Event) -> bool:
         _, _, kind, data_x, step_x, _ = x
         _, _, kind_y, data_y, step_y, _ = y
         if kind != kind_y or step_x != step_y:
             return False
-        stripped = with_paths.get(kind)
-        if stripped is None:
-            stripped = with_paths[kind] = paths_for is not None and bool(paths_for(kind))
-        if stripped:
+        if data_x is data_y:
+            shared.append(x)
+            return True
+        if with_paths[kind]:
             compared_x, compared_y = _compared_data(x, options), _compared_data(y, options)
             if tuple(compared_x) != tuple(compared_y):
                 return False
@@ -238,6 +241,19 @@ def _fast_test(options: CanonicalOptions) -> FastTest:
             return False  # not all JSON: decided by the canonical keys
 
     return same
+
+
+class _WithPaths(dict[str, bool]):
+    """Whether ignore paths apply to each event type met (asked once a type, not once an
+    event)."""
+
+    def __init__(self, options: CanonicalOptions) -> None:
+        super().__init__()
+        self._paths_for = options.paths_for if options.ignore_paths else None
+
+    def __missing__(self, kind: str) -> bool:
+        found = self[kind] = self._paths_for is not None and bool(self._paths_for(kind))
+        return found
 
 
 def _kept_values(
@@ -293,22 +309,28 @@ def compare(
     b = align_call_ids(a, b)
     ra = _Run(a, options)
     rb = _Run(b, options)
-    same = _fast_test(options)
+    shared: list[Event] = []
+    same = _fast_test(options, shared)
     na = len(ra.sources)
     nb = len(rb.sources)
     with collector_paused():
         differs = _first_difference(ra, range(na), rb, range(nb), same)
-    if differs is None and na == nb:
-        return Comparison(tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None)
-    # Events before `agreed` are equal pairwise, position by position.
-    agreed = min(na, nb) if differs is None else differs
-    with collector_paused():
-        comparison = _walk_steps(ra, rb, agreed, same)
-        # Raise for an event that cannot be canonicalized, as canonicalizing every event
-        # would: those before `agreed` have been through `exact` already if the fast test
-        # could not encode them (and were not moved since).
-        _canonicalize_unencodable(ra, min(agreed, ra.reordered))
-        _canonicalize_unencodable(rb, min(agreed, rb.reordered))
+        if differs is None and na == nb:
+            comparison = Comparison(
+                tuple(StepResult(s, StepStatus.IDENTICAL) for s in ra.groups), None
+            )
+        else:
+            # Events before `agreed` are equal pairwise, position by position.
+            agreed = min(na, nb) if differs is None else differs
+            comparison = _walk_steps(ra, rb, agreed, same)
+            # Raise for an event that cannot be canonicalized, as canonicalizing every
+            # event would: those before `agreed` have been through `exact` already if the
+            # fast test could not encode them (and were not moved since).
+            _canonicalize_unencodable(ra, min(agreed, ra.reordered))
+            _canonicalize_unencodable(rb, min(agreed, rb.reordered))
+        # The events found equal by their shared data were not encoded at all.
+        for index in _unencodable(shared):
+            canonicalize_event(shared[index], options)
     return comparison
 
 
@@ -354,22 +376,27 @@ def _step_status(
 def _canonicalize_unencodable(run: _Run, agreed: int) -> None:
     """Canonicalize the events from ``agreed`` on that the fast test cannot encode, so that
     one that cannot be canonicalized raises."""
-    rest = run.sources[agreed:]
+    for offset in _unencodable(run.sources[agreed:]):
+        run.exact(agreed + offset)
+
+
+def _unencodable(events: Sequence[Event]) -> Iterator[int]:
+    """The positions of the events that the fast test could not encode. It encodes part of
+    an event (step, type, some of the data's values): when the step, type and whole data of
+    every event encode, with the same options, none of them could fail it."""
     try:
-        # The fast test encodes part of an event (step, type, some of the data's values):
-        # when all of them encode whole, with the same options, none of them failed it.
         # Each encoding is dropped as it is made (a deque of no length consumes in C).
-        parts = map(_ENCODED_PART, rest)
+        parts = map(_ENCODED_PART, events)
         options = itertools.repeat(_FAST_OPTION)
         collections.deque(map(orjson.dumps, parts, itertools.repeat(None), options), maxlen=0)
         return
     except TypeError:
         pass
-    for offset, event in enumerate(rest):
+    for offset, event in enumerate(events):
         try:
             orjson.dumps(_ENCODED_PART(event), option=_FAST_OPTION)
         except TypeError:
-            run.exact(agreed + offset)
+            yield offset
 
 
 def _describe(

@@ -6,12 +6,22 @@ once (``map``, ``set``, ``min``, list comparisons: loops that run in C), instead
 of Python code per line. Every rule of the line-by-line check in :mod:`.loader` is applied
 (the limits, the envelope, seq and step order, the single ``run.started`` and terminal
 event, the typed schema); where any of them might not hold, or a line is written otherwise,
-:func:`bulk_events` answers ``None`` and the loader reads the file line by line, which
-accepts the same files and says what is wrong with the others. Nothing is refused here.
+:func:`bulk_parse` or :func:`bulk_events` answers ``None`` and the loader reads the file line
+by line, which accepts the same files and says what is wrong with the others. Nothing is
+refused here.
+
+A run about to be compared with another is read *like* it (``like``): a line that is the
+other run's line at the same place but for its timestamp (as when a test replays its golden)
+is not parsed again. Its object is a copy of the other line's object with this line's
+timestamp, sharing its values: the two runs' events then share their data, and the
+comparison finds them equal without reading it.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
+import operator
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -19,12 +29,21 @@ import orjson
 from .events import CORE_TYPES, RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event
 from .schema import CHECKS
 
-__all__ = ["Bounds", "bulk_events"]
+__all__ = ["Bounds", "Parsed", "bulk_events", "bulk_parse", "parsed_events"]
 
 #: Every byte but the opening brackets and the newline (deleted to count brackets a line).
 _NOT_OPENINGS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _ABSENT: Final[Any] = object()
 _new_event: Final = tuple.__new__
+
+# A recorder's line: '{"ts":"' and a 27-byte timestamp (2026-06-28T13:34:56.000583Z) at
+# bytes 7-33, then '","seq":' and the rest of the event.
+_HEAD: Final = b'{"ts":"'
+_SEQ_KEY: Final = b'","seq":'
+_STAMP: Final = operator.itemgetter(slice(7, 34))
+_AFTER_STAMP: Final = operator.itemgetter(slice(34, None))
+#: The bytes a timestamp is made of: none needs escaping in JSON, and none is a bracket.
+_STAMP_BYTES: Final = b"0123456789-:.TZ"
 
 
 class Bounds(NamedTuple):
@@ -36,12 +55,27 @@ class Bounds(NamedTuple):
     max_step: int
 
 
+class Parsed(NamedTuple):
+    """A file's lines, each as orjson writes it back, and their objects."""
+
+    lines: list[bytes]
+    objects: list[Any]
+
+
 def bulk_events(data: bytes, bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
     """The events of ``data`` when every line is as the recorder writes it and every rule
     holds, or ``None``: then the line-by-line path decides (and names what is wrong).
 
     Call it with the cyclic garbage collector paused: it builds every event at once.
     """
+    parsed = bulk_parse(data, bounds)
+    return None if parsed is None else parsed_events(parsed, bounds, tolerant)
+
+
+def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parsed | None:
+    """The lines of ``data`` and their objects when every line is within the limits and as
+    the recorder writes it, or ``None``. ``like``: the parsed lines of a run that ``data``'s
+    run is about to be compared with (see the module's text)."""
     if data.count(b"\n") > bounds.events + 1:  # not split: the copies could be large
         return None
     lines = data.split(b"\n")
@@ -50,14 +84,59 @@ def bulk_events(data: bytes, bounds: Bounds, tolerant: bool) -> tuple[Event, ...
     if not lines or len(lines) > bounds.events or max(map(len, lines)) > bounds.line_bytes:
         return None
     try:
-        objects = list(map(orjson.loads, lines))  # a blank line does not parse either
+        if like is None:
+            objects = fresh = list(map(orjson.loads, lines))  # a blank line does not parse
+            read = lines
+        else:
+            alike = _alike(lines, like.lines)
+            read = list(itertools.compress(lines, map(operator.not_, alike)))
+            fresh = list(map(orjson.loads, read))
+            objects = _merged(alike, _restamped(lines, like.objects, alike), fresh)
     except orjson.JSONDecodeError:
         return None
-    if not _written_back(objects, lines):  # (a line that is not an object: see _events)
+    if not _written_back(fresh, read):  # (a line that is not an object: see parsed_events)
         return None
     if max(map(len, data.translate(None, _NOT_OPENINGS).split(b"\n"))) > bounds.depth:
         return None
-    return _events(objects, bounds, tolerant)
+    return Parsed(lines, objects)
+
+
+def _alike(lines: list[bytes], theirs: list[bytes]) -> list[bool]:
+    """For each line, whether it is the line of ``theirs`` at the same place but for its
+    timestamp: the same bytes from byte 34 on, and both a recorder's line with a plain
+    timestamp. Such a line's object is the other's with this line's timestamp, and it is
+    written back exactly as the other was (a timestamp has nothing to escape)."""
+    n = min(len(lines), len(theirs))
+    alike = list(map(operator.eq, map(_AFTER_STAMP, lines[:n]), map(_AFTER_STAMP, theirs[:n])))
+    for place in itertools.compress(range(n), alike.copy()):
+        alike[place] = _recorders(lines[place]) and _recorders(theirs[place])
+    alike.extend(itertools.repeat(False, len(lines) - n))
+    return alike
+
+
+def _recorders(line: bytes) -> bool:
+    """Whether ``line`` starts as the recorder writes a line, its timestamp plain."""
+    return (
+        line.startswith(_HEAD)
+        and line.startswith(_SEQ_KEY, 34)
+        and not _STAMP(line).translate(None, _STAMP_BYTES)
+    )
+
+
+def _restamped(lines: list[bytes], theirs: list[Any], alike: list[bool]) -> list[Any]:
+    """The objects of the lines that are ``alike``: each a copy of the other run's object
+    at that place, with this line's timestamp (its values shared)."""
+    copies = list(map(dict, itertools.compress(theirs, alike)))
+    stamps = map(bytes.decode, map(_STAMP, itertools.compress(lines, alike)))
+    collections.deque(map(operator.setitem, copies, itertools.repeat("ts"), stamps), maxlen=0)
+    return copies
+
+
+def _merged(alike: list[bool], copies: list[Any], fresh: list[Any]) -> list[Any]:
+    """The objects of every line, in order, from the copies (where ``alike``) and the lines
+    parsed afresh."""
+    copied, parsed = iter(copies), iter(fresh)
+    return [next(copied) if same else next(parsed) for same in alike]
 
 
 def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
@@ -74,12 +153,12 @@ def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
         return False
 
 
-def _events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
+def parsed_events(parsed: Parsed, bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
     """The events of the parsed lines, after the checks of each one's envelope, step and
     data: a tight loop on locals, as the line-by-line path's common case. A line that is
     not a JSON object has no ``get``: the file then goes line by line."""
     try:
-        return _checked_events(objects, bounds, tolerant)
+        return _checked_events(parsed.objects, bounds, tolerant)
     except AttributeError:
         return None
 

@@ -31,7 +31,7 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from ..errors import RolloutFormatError
-from .bulk import Bounds, bulk_events
+from .bulk import Bounds, Parsed, bulk_parse, parsed_events
 from .events import (
     CORE_TYPES,
     RUN_STARTED,
@@ -44,7 +44,7 @@ from .files import Unreadable, read_regular
 from .gcpause import collector_paused
 from .schema import CHECKS, json_kind, schema_problem
 
-__all__ = ["Limits", "Rollout", "load", "loads", "read_rollout_bytes"]
+__all__ = ["Limits", "Rollout", "load", "load_pair", "loads", "read_rollout_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +125,35 @@ def loads(
     terminal event is accepted. The result's ``cut_short_after`` then says how many whole
     events were kept (``None``: the run was whole). Every other rule is as strict.
     """
+    return _loaded(data, path, limits, tolerant)[0]
+
+
+def load_pair(
+    path_a: str | os.PathLike[str],
+    path_b: str | os.PathLike[str],
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+) -> tuple[Rollout, Rollout]:
+    """:func:`load` of two rollouts about to be compared, in that order (``a``'s refusal is
+    raised before ``b`` is read).
+
+    A line of ``b`` that is ``a``'s line at the same place but for its timestamp, as when
+    a run replays its golden, is not parsed again: its event is made from ``a``'s and shares
+    its data (the same objects, so neither run's events may be changed), and the
+    comparison finds the two equal without reading them. The events are those :func:`load`
+    gives.
+    """
+    name_a, name_b = os.fspath(path_a), os.fspath(path_b)
+    run_a, parsed_a = _loaded(read_rollout_bytes(name_a, limits=limits), name_a, limits)
+    run_b, _ = _loaded(read_rollout_bytes(name_b, limits=limits), name_b, limits, like=parsed_a)
+    return run_a, run_b
+
+
+def _loaded(
+    data: bytes, path: str, limits: Limits, tolerant: bool = False, like: Parsed | None = None
+) -> tuple[Rollout, Parsed | None]:
+    """The rollout of ``data``, and its parsed lines when the fast path read it (see
+    :func:`~.bulk.bulk_parse` for ``like``)."""
     if len(data) > limits.total_bytes:
         raise RolloutFormatError(
             path, None, f"file is {len(data)} bytes, over the {limits.total_bytes}-byte limit"
@@ -132,13 +161,16 @@ def loads(
     cut = False
     if tolerant:
         data, cut = _without_cut_line(data, limits)
+    bounds = _bounds(limits)
     with collector_paused():
-        events = bulk_events(data, _bounds(limits), tolerant)
+        parsed = bulk_parse(data, bounds, like)
+        events = None if parsed is None else parsed_events(parsed, bounds, tolerant)
         if events is None:
+            parsed = None
             events = _parse_events(data, path, limits, tolerant)
     ended = bool(events) and events[-1].type in TERMINAL_TYPES
     cut_short = len(events) if cut or not ended else None
-    return Rollout(path, events, cut_short)
+    return Rollout(path, events, cut_short), parsed
 
 
 def _bounds(limits: Limits) -> Bounds:
