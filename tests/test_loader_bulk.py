@@ -17,7 +17,7 @@ from test_loader_fuzz import mutated_rollouts, valid_rollouts
 
 from pytest_rollout import Limits, Recorder, RolloutFormatError, loads
 from pytest_rollout.format import loader
-from pytest_rollout.format.bulk import bulk_events
+from pytest_rollout.format.bulk import bulk_parse, parsed_events
 from pytest_rollout.format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, Event
 
 TS = "2026-06-28T12:34:56.000000Z"
@@ -34,7 +34,10 @@ def line_by_line(data: bytes, limits: Limits = loader.DEFAULT_LIMITS) -> tuple[E
 
 
 def bulk(data: bytes, limits: Limits = loader.DEFAULT_LIMITS, tolerant: bool = False) -> Any:
-    return bulk_events(data, loader._bounds(limits), tolerant)
+    """The events the fast path gives for ``data``, or ``None`` where it declines."""
+    bounds = loader._bounds(limits)
+    parsed = bulk_parse(data, bounds)
+    return None if parsed is None else parsed_events(parsed, bounds, tolerant)
 
 
 def recorded() -> bytes:

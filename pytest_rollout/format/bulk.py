@@ -6,7 +6,7 @@ once (``map``, ``set``, ``min``, list comparisons: loops that run in C), instead
 of Python code per line. Every rule of the line-by-line check in :mod:`.loader` is applied
 (the limits, the envelope, seq and step order, the single ``run.started`` and terminal
 event, the typed schema); where any of them might not hold, or a line is written otherwise,
-:func:`bulk_parse` or :func:`bulk_events` answers ``None`` and the loader reads the file line
+:func:`bulk_parse` or :func:`parsed_events` answers ``None`` and the loader reads the file line
 by line, which accepts the same files and says what is wrong with the others. Nothing is
 refused here.
 
@@ -29,7 +29,7 @@ import orjson
 from .events import CORE_TYPES, RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event
 from .schema import CHECKS
 
-__all__ = ["Bounds", "Parsed", "bulk_events", "bulk_parse", "parsed_events"]
+__all__ = ["Bounds", "Parsed", "bulk_parse", "parsed_events"]
 
 #: Every byte but the opening brackets and the newline (deleted to count brackets a line).
 _NOT_OPENINGS: Final = bytes(b for b in range(256) if b not in b"[{\n")
@@ -62,20 +62,12 @@ class Parsed(NamedTuple):
     objects: list[Any]
 
 
-def bulk_events(data: bytes, bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
-    """The events of ``data`` when every line is as the recorder writes it and every rule
-    holds, or ``None``: then the line-by-line path decides (and names what is wrong).
-
-    Call it with the cyclic garbage collector paused: it builds every event at once.
-    """
-    parsed = bulk_parse(data, bounds)
-    return None if parsed is None else parsed_events(parsed, bounds, tolerant)
-
-
 def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parsed | None:
     """The lines of ``data`` and their objects when every line is within the limits and as
     the recorder writes it, or ``None``. ``like``: the parsed lines of a run that ``data``'s
-    run is about to be compared with (see the module's text)."""
+    run is about to be compared with (see the module's text). With :func:`parsed_events`
+    after it, the fast path; call both with the cyclic garbage collector paused, since they
+    build every object and event at once."""
     if data.count(b"\n") > bounds.events + 1:  # not split: the copies could be large
         return None
     lines = data.split(b"\n")
