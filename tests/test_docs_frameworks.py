@@ -30,8 +30,8 @@ DOCUMENTED: Final = {
     "test_agents_sdk_agent": ("openai.responses", ("agents",), "openai-agents"),
     "test_langgraph_agent": (
         "openai.chat",
-        ("langgraph", "langchain_openai"),
-        "langgraph langchain-openai",
+        ("langchain.agents", "langchain_openai"),
+        "langchain langchain-openai",
     ),
     "test_pydantic_ai_tools": ("openai.chat", ("pydantic_ai",), "pydantic-ai-slim[openai]"),
 }
@@ -86,7 +86,16 @@ def test_a_documented_framework_test_records_checks_and_replays_offline(
         **{name: documented_tests()[name]},
     )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    args = (*IN_PROCESS, "-p", "no:cacheprovider", "-W", "error::pytest_rollout.RolloutWarning")
+    # The page shows no API its framework has deprecated: a user copying it sees no warning.
+    args = (
+        *IN_PROCESS,
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "error::pytest_rollout.RolloutWarning",
+        "-W",
+        "error::DeprecationWarning",
+    )
     pytester.runpytest_inprocess(*args, "--rollout-record").assert_outcomes(passed=1)
 
     # Both tool calls were recorded, each answering the call the turn announced.
