@@ -227,7 +227,7 @@ def test_show_is_the_filtered_timeline_and_the_whole_run_totals() -> None:
         "  steps: 0-3, turns: 3",
         "  tool calls: get_weather x1",
         "  errors: 0",
-        "  tokens: 10 in, 5 out",
+        "  tokens: 10 in, 5 out (usage from 1 of 3 turns)",
         "  cost: unknown",
         "  outcome: completed",
     ]

@@ -160,6 +160,53 @@ def test_summary_and_viewer_totals(tmp_path: Path) -> None:
     assert rows[2][3] == '"Looking."  (40 tokens out in 800 ms, 50.0 tokens/s)'
 
 
+def unreported(run: list[tuple[str, dict[str, Any]]], *turns: int) -> list[Any]:
+    """``run`` with the usage of its turns numbered ``turns`` (from 1) left out, as a
+    provider asked for no usage sends none (a streamed request without ``include_usage``)."""
+    numbers = itertools.count(1)
+    return [
+        (k, {**d, "usage": None})
+        if k == "llm.turn.completed" and next(numbers) in turns
+        else (k, d)
+        for k, d in run
+    ]
+
+
+def test_tokens_not_reported_by_any_turn_are_not_shown_as_zero(tmp_path: Path) -> None:
+    path = record(tmp_path / "none.jsonl", unreported(CACHED_RUN, 1, 2))
+    assert "  tokens: not reported" in show(path)
+    assert summarize(load(path).events).unreported_turns == 2
+    totals = run_entry(str(path))["totals"]
+    assert (totals["unreported_turns"], totals["turns"]) == (2, 2)
+
+
+def test_tokens_reported_by_some_turns_say_how_many(tmp_path: Path) -> None:
+    path = record(tmp_path / "some.jsonl", unreported(CACHED_RUN, 2))
+    lines = show(path)
+    assert (
+        "  tokens: 1200 in (1000 cache read, 150 cache write), 40 out (usage from 1 of 2 turns)"
+        in lines
+    )
+    assert run_entry(str(path))["totals"]["unreported_turns"] == 1
+
+
+@pytest.mark.parametrize("usage", [{}, {"input_tokens": None, "output_tokens": None}])
+def test_a_usage_without_counts_is_unreported(usage: Any) -> None:
+    run = [
+        (k, {**d, "usage": usage}) if k == "llm.turn.completed" else (k, d) for k, d in CACHED_RUN
+    ]
+    recorder = Recorder()
+    for kind, data in run:
+        recorder.emit(kind, data)
+    summary = summarize(recorder.rollout().events)
+    assert (summary.unreported_turns, summary.input_tokens, summary.output_tokens) == (2, 0, 0)
+
+
+def test_a_run_without_turns_has_nothing_unreported(tmp_path: Path) -> None:
+    path = record(tmp_path / "empty.jsonl", [CACHED_RUN[0], CACHED_RUN[-1]])
+    assert "  tokens: 0 in, 0 out" in show(path)
+
+
 # -- Responses API input items ------------------------------------------------------------
 
 

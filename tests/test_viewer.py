@@ -207,6 +207,7 @@ def test_run_entry_from_a_golden() -> None:
         "cache_write_tokens": 0,
         "tokens_per_second": 137404.6,  # the fake model answers in microseconds
         "timed_turns": 2,
+        "unreported_turns": 0,
         "cost_usd": 0.000552,
         "outcome": "completed",
     }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_usage_totals import CACHED_RUN, record, unreported
 from test_viewer import (
     HOSTILE,
     HOSTILE_TEXT,
@@ -431,4 +432,29 @@ def test_a_10k_event_diff_opens_at_its_late_divergence(watched: Watched, tmp_pat
     page.evaluate("document.querySelector('.show-earlier').click()")
     expect(rows).to_have_count(shown + 200)
     expect(page.locator(first)).to_be_in_viewport()
+    watched.assert_clean(url)
+
+
+def test_tokens_a_run_did_not_report_are_not_shown_as_counts(
+    watched: Watched, tmp_path: Path
+) -> None:
+    none = record(tmp_path / "none.jsonl", unreported(CACHED_RUN, 1, 2))
+    some = record(tmp_path / "some.jsonl", unreported(CACHED_RUN, 2))
+    url = write_page(tmp_path / "usage.html", [run_entry(str(none)), run_entry(str(some))])
+    watched.open(url)
+    page = watched.page
+
+    def totals_of(name: str) -> dict[str, str]:
+        page.locator(".entry", has_text=name).click()
+        expect(page.locator("#view h2")).to_have_text(name)
+        terms = page.locator("#view .totals dt").all_inner_texts()
+        return dict(zip(terms, page.locator("#view .totals dd").all_inner_texts(), strict=True))
+
+    shown = totals_of("none.jsonl")
+    assert shown["tokens"] == "not reported"
+    assert "input tokens" not in shown
+    assert "output tokens" not in shown
+    shown = totals_of("some.jsonl")
+    assert shown["input tokens"] == "1200 (1000 cache read, 150 cache write)"
+    assert shown["output tokens"] == "40 (usage from 1 of 2 turns)"
     watched.assert_clean(url)

@@ -44,7 +44,9 @@ class RunSummary:
     ``cache_read_tokens`` and ``cache_write_tokens`` are the parts of ``input_tokens`` read
     from and written to a provider's prompt cache. ``timed_output_tokens`` and
     ``timed_latency_ms`` add up the turns that report both output tokens and a latency
-    (``timed_turns`` of them), for :attr:`tokens_per_second`.
+    (``timed_turns`` of them), for :attr:`tokens_per_second`. ``unreported_turns`` counts
+    the turns that report no token counts (a provider asked for no usage, as a streamed Chat
+    Completions request without ``include_usage``): their tokens are not in the totals.
     """
 
     steps: int
@@ -61,6 +63,7 @@ class RunSummary:
     timed_turns: int = 0
     timed_output_tokens: int = 0
     timed_latency_ms: float = 0.0
+    unreported_turns: int = 0
 
     @property
     def completed(self) -> bool:
@@ -169,6 +172,7 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
         timed_turns=tokens.timed_turns,
         timed_output_tokens=tokens.timed_output,
         timed_latency_ms=tokens.timed_latency_ms,
+        unreported_turns=turns - tokens.reported,
     )
 
 
@@ -180,13 +184,14 @@ class _Tokens:
         "cache_write",
         "input",
         "output",
+        "reported",
         "timed_latency_ms",
         "timed_output",
         "timed_turns",
     )
 
     def __init__(self) -> None:
-        self.input = self.output = self.cache_read = self.cache_write = 0
+        self.input = self.output = self.cache_read = self.cache_write = self.reported = 0
         self.timed_turns = self.timed_output = 0
         self.timed_latency_ms = 0.0
 
@@ -196,8 +201,12 @@ class _Tokens:
             return
         get = usage.get
         raw_out = get("output_tokens")
+        raw_in = get("input_tokens")
+        if raw_in is None and raw_out is None:
+            return  # no counts: the turn is one of the unreported
+        self.reported += 1
         tokens_out = _tokens(raw_out)
-        self.input += _tokens(get("input_tokens"))
+        self.input += _tokens(raw_in)
         self.output += tokens_out
         # Most turns report no cache use and no latency: one lookup each says so.
         read = get(CACHE_READ_TOKENS)

@@ -178,7 +178,12 @@ def render_totals(summary: RunSummary) -> list[str]:
 
 
 def token_totals(summary: RunSummary) -> str:
-    """``120 in (80 cache read, 10 cache write), 45 out``: the cache parts only when any."""
+    """``120 in (80 cache read, 10 cache write), 45 out``: the cache parts only when any;
+    ``(usage from 2 of 3 turns)`` after it when some turns report no token counts, and
+    ``not reported`` when none does."""
+    unreported, turns = summary.unreported_turns, summary.turns
+    if unreported and unreported >= turns:
+        return "not reported"
     cached = [
         f"{count} cache {what}"
         for count, what in (
@@ -188,7 +193,8 @@ def token_totals(summary: RunSummary) -> str:
         if count
     ]
     parts = f" ({', '.join(cached)})" if cached else ""
-    return f"{summary.input_tokens} in{parts}, {summary.output_tokens} out"
+    of = f" (usage from {turns - unreported} of {turns} turns)" if unreported else ""
+    return f"{summary.input_tokens} in{parts}, {summary.output_tokens} out{of}"
 
 
 def cut_short_line(kept: int) -> str:

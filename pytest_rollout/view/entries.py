@@ -96,6 +96,7 @@ def _totals(summary: RunSummary) -> dict[str, Any]:
         "cache_write_tokens": _count(summary.cache_write_tokens),
         "tokens_per_second": _speed(summary.tokens_per_second),
         "timed_turns": summary.timed_turns,
+        "unreported_turns": summary.unreported_turns,
         "cost_usd": summary.cost_usd,
         "outcome": summary.outcome,
     }
@@ -150,7 +151,8 @@ def run_entry(
     last step), ``turns``, ``tool_calls`` ``{"total", "by_name": [[name, count], ...]}``,
     ``errors``, ``input_tokens``, ``output_tokens``, ``cache_read_tokens`` and
     ``cache_write_tokens`` (parts of the input), ``tokens_per_second`` (output tokens over
-    the latency of the ``timed_turns`` that report both, or ``None``), ``cost_usd`` and
+    the latency of the ``timed_turns`` that report both, or ``None``), ``unreported_turns``
+    (the turns that report no token counts, left out of the token totals), ``cost_usd`` and
     ``outcome``. ``events`` has one ``[seq, step, type, description, data]`` row per event
     (none when refused). Never raises for a bad, missing or special file.
     """

@@ -430,8 +430,13 @@
     if (t.cache_write_tokens) cached.push(t.cache_write_tokens + " cache write");
     add("outcome", t.outcome);
     add("steps / turns", t.first_step + "-" + t.steps + " / " + t.turns);
-    add("input tokens", t.input_tokens + (cached.length ? " (" + cached.join(", ") + ")" : ""));
-    add("output tokens", t.output_tokens);
+    if (t.turns && t.unreported_turns >= t.turns) {
+      add("tokens", "not reported");
+    } else {
+      add("input tokens", t.input_tokens + (cached.length ? " (" + cached.join(", ") + ")" : ""));
+      add("output tokens", t.output_tokens + (t.unreported_turns ?
+        " (usage from " + (t.turns - t.unreported_turns) + " of " + t.turns + " turns)" : ""));
+    }
     if (t.tokens_per_second !== null && t.tokens_per_second !== undefined) {
       add("output speed", t.tokens_per_second + " tokens/s" +
         (t.timed_turns === t.turns ? "" : " (" + t.timed_turns + " of " + t.turns + " turns timed)"));
