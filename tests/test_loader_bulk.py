@@ -136,6 +136,16 @@ def test_a_file_over_the_event_limit_goes_line_by_line() -> None:
         loads(data, limits=limits)
 
 
+@pytest.mark.parametrize("blank", [b"", b"\n", b"\n\n"])
+def test_the_event_limit_is_the_line_by_line_one_at_its_edge(blank: bytes) -> None:
+    data = recorded() + blank  # blank lines after the last: more pieces, not more events
+    count = recorded().count(b"\n")
+    for limit in range(count - 2, count + 3):
+        _agree(data, Limits(events=limit))
+        if not blank:
+            assert (bulk(data, Limits(events=limit)) is None) is (limit < count)
+
+
 def _agree(data: bytes, limits: Limits = loader.DEFAULT_LIMITS) -> None:
     try:
         expected: Any = line_by_line(data, limits)

@@ -106,6 +106,70 @@ def test_a_line_with_an_unusual_timestamp_is_read_on_its_own(stamp: bytes) -> No
     assert loaded_both(a, b, paired) == loaded_both(a, b, separately)
 
 
+def around(middle: bytes, second: int) -> bytes:
+    """A run of three events whose middle line is ``middle``, the others stamped at
+    ``second`` past 12:34."""
+    stamp = b"2026-06-28T12:34:%02d.000000Z" % second
+    start = b'{"ts":"%b","seq":0,"type":"run.started","data":{}}\n' % stamp
+    end = b'{"ts":"%b","seq":2,"type":"run.completed","data":{}}\n' % stamp
+    return start + middle + b"\n" + end
+
+
+@pytest.mark.parametrize(
+    ("middle_a", "middle_b"),
+    [
+        # a's line opens with another key: b's repeats "ts" where a's does not...
+        (
+            b'{"a":"2026-06-28T12:34:56.000000Z1","seq":1,"ts":"t","type":"note","data":{}}',
+            b'{"ts":"2026-06-28T12:34:57.000000Z","seq":1,"ts":"t","type":"note","data":{}}',
+        ),
+        # ...and b's: it has no timestamp at all.
+        (
+            b'{"ts":"2026-06-28T12:34:56.000000Z","seq":1,"type":"note","data":{}}',
+            b'{"a":"2026-06-28T12:34:57.000000Z1","seq":1,"type":"note","data":{}}',
+        ),
+        # a's timestamp is no plain one: it hides a key (data) that b's line lacks.
+        (
+            b'{"ts":"x","data":{},"k":"zzzzzzzzz","seq":1,"type":"note"}',
+            b'{"ts":"2026-06-28T12:34:57.000000Z","seq":1,"type":"note"}',
+        ),
+        # Timestamps a digit longer: the seq key is not where a recorder writes it.
+        (
+            b'{"ts":"2026-06-28T12:34:56.0000001Z","seq":1,"type":"note","data":{}}',
+            b'{"ts":"2026-06-28T12:34:57.0000001Z","seq":1,"type":"note","data":{}}',
+        ),
+    ],
+)
+def test_a_line_is_taken_from_a_only_where_both_start_as_a_recorder_writes(
+    middle_a: bytes, middle_b: bytes
+) -> None:
+    assert middle_a[34:] == middle_b[34:]
+    a, b = around(middle_a, 56), around(middle_b, 57)
+    assert loaded_both(a, b, paired) == loaded_both(a, b, separately)
+
+
+def test_a_line_of_its_own_in_b_is_checked_against_the_schema() -> None:
+    # Its neighbours are copies of a's lines, whose data a's load checked; this one is not.
+    changed = [*EVENTS]
+    changed[6] = ("llm.turn.completed", {"content": "18C", "tool_calls": [], "latency_ms": "x"})
+    a, b = recorded(EVENTS), recorded(changed, START + 10**9)
+    refused = loaded_both(a, b, paired)
+    assert refused == loaded_both(a, b, separately)
+    assert "data.latency_ms must be a number" in refused[1]
+
+
+def test_a_line_of_its_own_in_b_is_checked_for_depth() -> None:
+    deep: dict[str, Any] = {}
+    for _ in range(120):
+        deep = {"x": deep}
+    changed = [*EVENTS]
+    changed[4] = ("tool.call.completed", {"call_id": "c1", "name": "w", "output": deep})
+    a, b = recorded(EVENTS), recorded(changed, START + 10**9)
+    refused = loaded_both(a, b, paired)
+    assert refused == loaded_both(a, b, separately)
+    assert "nesting deeper than 100 levels" in refused[1]
+
+
 def test_runs_that_share_data_are_compared_as_canonicalization_would() -> None:
     # Shared data that cannot be canonicalized is refused, as canonicalizing it refuses.
     data: dict[Any, Any] = {1: "not a JSON key"}
@@ -113,6 +177,9 @@ def test_runs_that_share_data_are_compared_as_canonicalization_would() -> None:
     b = (Event(0, "u", "run.started", {}, 0, 1), Event(1, "u", "hook.note", data, 0, 2))
     with pytest.raises(TypeError):
         compare(a, b)
+    # Data parsed from JSON cannot hold it: a caller that says so is not made to pay for
+    # the check (rollout diff's runs come from the loader).
+    assert compare(a, b, json_data=True).identical
 
 
 # -- any pair of files loads as two loads do -----------------------------------------------

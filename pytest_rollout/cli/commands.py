@@ -203,7 +203,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
 def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextIO) -> int:
     pair = load_pair(args.a, args.b)
     run_a, run_b = _kept(args, pair[0]), _kept(args, pair[1])
-    report = drift_report(run_a.events, run_b.events, options)
+    report = drift_report(run_a.events, run_b.events, options, json_data=True)
     comparison = report.comparison
     if args.json:
         data = {"a": run_a.path, "b": run_b.path, **report.to_json_obj()}

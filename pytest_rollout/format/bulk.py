@@ -12,16 +12,16 @@ refused here.
 
 A run about to be compared with another is read *like* it (``like``): a line that is the
 other run's line at the same place but for its timestamp (as when a test replays its golden)
-is not parsed again. Its object is a copy of the other line's object with this line's
-timestamp, sharing its values: the two runs' events then share their data, and the
-comparison finds them equal without reading it.
+is not parsed again: its event is made of the other line's object and this line's
+timestamp. The two runs' events then share their data, and the comparison finds them equal
+without reading it.
 """
 
 from __future__ import annotations
 
-import collections
 import itertools
 import operator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -56,10 +56,13 @@ class Bounds(NamedTuple):
 
 
 class Parsed(NamedTuple):
-    """A file's lines, each as orjson writes it back, and their objects."""
+    """A file's lines, each as orjson writes it back, and their objects. In a file read like
+    another (``like``), a line copied from the other's has the other's object, and its own
+    timestamp in ``stamps`` (``None`` for the lines parsed afresh)."""
 
     lines: list[bytes]
     objects: list[Any]
+    stamps: list[str | None] | None = None
 
 
 def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parsed | None:
@@ -68,13 +71,14 @@ def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parse
     run is about to be compared with (see the module's text). With :func:`parsed_events`
     after it, the fast path; call both with the cyclic garbage collector paused, since they
     build every object and event at once."""
-    if data.count(b"\n") > bounds.events + 1:  # not split: the copies could be large
-        return None
-    lines = data.split(b"\n")
+    # Cut at most events + 1 times: the rest of a file of more lines stays in one piece
+    # (refused below), so many short lines never become many objects.
+    lines = data.split(b"\n", bounds.events + 1)
     if lines[-1] == b"":
         lines.pop()
     if not lines or len(lines) > bounds.events or max(map(len, lines)) > bounds.line_bytes:
         return None
+    stamps = None
     try:
         if like is None:
             objects = fresh = list(map(orjson.loads, lines))  # a blank line does not parse
@@ -83,14 +87,18 @@ def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parse
             alike = _alike(lines, like.lines)
             read = list(itertools.compress(lines, map(operator.not_, alike)))
             fresh = list(map(orjson.loads, read))
-            objects = _merged(alike, _restamped(lines, like.objects, alike), fresh)
+            objects = _merged(alike, itertools.compress(like.objects, alike), fresh)
+            copied = itertools.compress(lines, alike)
+            stamps = _merged(alike, map(bytes.decode, map(_STAMP, copied)), _nothing())
     except orjson.JSONDecodeError:
         return None
     if not _written_back(fresh, read):  # (a line that is not an object: see parsed_events)
         return None
-    if max(map(len, data.translate(None, _NOT_OPENINGS).split(b"\n"))) > bounds.depth:
+    # A copied line has as many brackets as the other run's line, which passed.
+    brackets = (data if stamps is None else b"\n".join(read)).translate(None, _NOT_OPENINGS)
+    if max(map(len, brackets.split(b"\n"))) > bounds.depth:
         return None
-    return Parsed(lines, objects)
+    return Parsed(lines, objects, stamps)
 
 
 def _alike(lines: list[bytes], theirs: list[bytes]) -> list[bool]:
@@ -100,35 +108,30 @@ def _alike(lines: list[bytes], theirs: list[bytes]) -> list[bool]:
     written back exactly as the other was (a timestamp has nothing to escape)."""
     n = min(len(lines), len(theirs))
     alike = list(map(operator.eq, map(_AFTER_STAMP, lines[:n]), map(_AFTER_STAMP, theirs[:n])))
+    head, seq_key, stamp, plain = _HEAD, _SEQ_KEY, _STAMP, _STAMP_BYTES
     for place in itertools.compress(range(n), alike.copy()):
-        alike[place] = _recorders(lines[place]) and _recorders(theirs[place])
+        mine, other = lines[place], theirs[place]
+        # Equal from byte 34 on: where one has its seq key, so has the other.
+        alike[place] = (
+            mine.startswith(head)
+            and other.startswith(head)
+            and mine.startswith(seq_key, 34)
+            and not stamp(mine).translate(None, plain)
+            and not stamp(other).translate(None, plain)
+        )
     alike.extend(itertools.repeat(False, len(lines) - n))
     return alike
 
 
-def _recorders(line: bytes) -> bool:
-    """Whether ``line`` starts as the recorder writes a line, its timestamp plain."""
-    return (
-        line.startswith(_HEAD)
-        and line.startswith(_SEQ_KEY, 34)
-        and not _STAMP(line).translate(None, _STAMP_BYTES)
-    )
+def _merged(alike: list[bool], copied: Iterable[Any], fresh: Iterable[Any]) -> list[Any]:
+    """One item for each line, in order: the next of ``copied`` where ``alike``, else the
+    next of ``fresh``."""
+    from_copied, from_fresh = iter(copied), iter(fresh)
+    return [next(from_copied) if same else next(from_fresh) for same in alike]
 
 
-def _restamped(lines: list[bytes], theirs: list[Any], alike: list[bool]) -> list[Any]:
-    """The objects of the lines that are ``alike``: each a copy of the other run's object
-    at that place, with this line's timestamp (its values shared)."""
-    copies = list(map(dict, itertools.compress(theirs, alike)))
-    stamps = map(bytes.decode, map(_STAMP, itertools.compress(lines, alike)))
-    collections.deque(map(operator.setitem, copies, itertools.repeat("ts"), stamps), maxlen=0)
-    return copies
-
-
-def _merged(alike: list[bool], copies: list[Any], fresh: list[Any]) -> list[Any]:
-    """The objects of every line, in order, from the copies (where ``alike``) and the lines
-    parsed afresh."""
-    copied, parsed = iter(copies), iter(fresh)
-    return [next(copied) if same else next(parsed) for same in alike]
+def _nothing() -> Iterator[None]:
+    return itertools.repeat(None)
 
 
 def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
@@ -148,14 +151,21 @@ def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
 def parsed_events(parsed: Parsed, bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
     """The events of the parsed lines, after the checks of each one's envelope, step and
     data: a tight loop on locals, as the line-by-line path's common case. A line that is
-    not a JSON object has no ``get``: the file then goes line by line."""
+    not a JSON object has no ``get``: the file then goes line by line.
+
+    A line copied from the other run's (see :func:`bulk_parse`) has that run's data,
+    which passed the same type's schema check when that run was read: it is not checked
+    again."""
+    stamps = _nothing() if parsed.stamps is None else parsed.stamps
     try:
-        return _checked_events(parsed.objects, bounds, tolerant)
+        return _checked_events(parsed.objects, stamps, bounds, tolerant)
     except AttributeError:
         return None
 
 
-def _checked_events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple[Event, ...] | None:
+def _checked_events(
+    objects: list[Any], stamps: Iterable[str | None], bounds: Bounds, tolerant: bool
+) -> tuple[Event, ...] | None:
     events: list[Event] = []
     append = events.append
     checks = CHECKS
@@ -166,8 +176,8 @@ def _checked_events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple
     last_seq = -1
     step = 0
     ended = False
-    for lineno, obj in enumerate(objects, 1):
-        ts = obj.get("ts")
+    for lineno, (obj, stamp) in enumerate(zip(objects, stamps, strict=False), 1):
+        ts = obj.get("ts") if stamp is None else stamp
         seq = obj.get("seq")
         etype = obj.get("type")
         payload = obj.get("data")
@@ -192,8 +202,12 @@ def _checked_events(objects: list[Any], bounds: Bounds, tolerant: bool) -> tuple
             step = raw_step  # one int object serves every event of a step
         elif not raw_step and etype.startswith(carrying):
             return None
-        check = checks.get(etype)
-        if check is not None and check(payload) is not None:
+        # (A copied line's data passed its check in the other run.)
+        if (
+            stamp is None
+            and (check := checks.get(etype)) is not None
+            and check(payload) is not None
+        ):
             return None
         last_seq = seq
         ended = etype in terminals
