@@ -16,7 +16,7 @@ from pytest_rollout import Recorder, RolloutFormatError, load
 from pytest_rollout.diff.compare import compare
 from pytest_rollout.diff.drift import drift_report
 from pytest_rollout.format.events import Event
-from pytest_rollout.format.loader import load_pair
+from pytest_rollout.format.pair import load_pair
 
 START = 1_782_650_096_000_000_000  # 2026-06-28T12:34:56Z, in nanoseconds
 EVENTS: list[tuple[str, dict[str, Any]]] = [

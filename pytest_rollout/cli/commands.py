@@ -19,7 +19,8 @@ from ..diff.report import Labels, render_divergence, render_header, render_score
 from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
 from ..format.gcpause import collector_paused
-from ..format.loader import Rollout, load, load_pair, loads, read_rollout_bytes
+from ..format.loader import Rollout, load, loads, read_rollout_bytes
+from ..format.pair import load_pair
 from ..replay.fork import fork as fork_run
 from ..safety.audit import AuditCheck, AuditError, verify_audit
 from ..safety.receipt import (

@@ -44,7 +44,7 @@ from .files import Unreadable, read_regular
 from .gcpause import collector_paused
 from .schema import CHECKS, json_kind, schema_problem
 
-__all__ = ["Limits", "Rollout", "load", "load_pair", "loads", "read_rollout_bytes"]
+__all__ = ["Limits", "Rollout", "load", "loads", "loads_reference", "read_rollout_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +117,7 @@ def loads(
     path: str = "<bytes>",
     limits: Limits = DEFAULT_LIMITS,
     tolerant: bool = False,
+    like: Parsed | None = None,
 ) -> Rollout:
     """Validate rollout ``data`` (the bytes of a whole file); ``path`` names it in errors.
 
@@ -124,29 +125,19 @@ def loads(
     that does not end with a newline and does not parse is left out, and a run without its
     terminal event is accepted. The result's ``cut_short_after`` then says how many whole
     events were kept (``None``: the run was whole). Every other rule is as strict.
+
+    ``like``: what :func:`loads_reference` kept of a run this one is about to be compared
+    with; the run is read like it (see :func:`~.pair.load_pair`).
     """
-    return _loaded(data, path, limits, tolerant)[0]
+    return _loaded(data, path, limits, tolerant, like)[0]
 
 
-def load_pair(
-    path_a: str | os.PathLike[str],
-    path_b: str | os.PathLike[str],
-    *,
-    limits: Limits = DEFAULT_LIMITS,
-) -> tuple[Rollout, Rollout]:
-    """:func:`load` of two rollouts about to be compared, in that order (``a``'s refusal is
-    raised before ``b`` is read).
-
-    A line of ``b`` that is ``a``'s line at the same place but for its timestamp, as when
-    a run replays its golden, is not parsed again: its event is made from ``a``'s and shares
-    its data (the same objects, so neither run's events may be changed), and the
-    comparison finds the two equal without reading them. The events are those :func:`load`
-    gives.
-    """
-    name_a, name_b = os.fspath(path_a), os.fspath(path_b)
-    run_a, parsed_a = _loaded(read_rollout_bytes(name_a, limits=limits), name_a, limits)
-    run_b, _ = _loaded(read_rollout_bytes(name_b, limits=limits), name_b, limits, like=parsed_a)
-    return run_a, run_b
+def loads_reference(
+    data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS
+) -> tuple[Rollout, Parsed | None]:
+    """:func:`loads` of a run that another will be compared with (a golden), and what the
+    other's :func:`loads` can read like it (``like``), or ``None`` (read line by line)."""
+    return _loaded(data, path, limits)
 
 
 def _loaded(

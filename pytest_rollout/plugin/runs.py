@@ -23,8 +23,9 @@ from ..diff.divergence import caused_by_divergence
 from ..diff.failure import render_headline, render_verdict
 from ..diff.integrity import unrecorded_calls, unrecorded_text
 from ..errors import RolloutError, RolloutWarning
+from ..format.bulk import Parsed
 from ..format.files import WriteRoot
-from ..format.loader import Rollout, loads, read_rollout_bytes
+from ..format.loader import Rollout, loads_reference, read_rollout_bytes
 from ..format.recorder import Recorder
 from ..safety.capture import capture_root, new_run_id
 from ..safety.receipt import ReceiptStatus, make_receipt, verify, write_receipt
@@ -185,12 +186,12 @@ class TestRuns:
         if marker.analyzers:
             enabled = analyzers.enabled | marker.analyzers
             analyzers = dataclasses.replace(analyzers, enabled=enabled)
-        golden, golden_error = None, None
+        golden, golden_lines, golden_error = None, None, None
         if mode.replays_tools and not self._is_named(path):
             recover_pair(s.golden_dir, path)  # a write a crash interrupted: finish or undo it
         if mode.replays_tools and path.exists():
             try:
-                golden = self._verified_golden(item, path, redactor)
+                golden, golden_lines = self._verified_golden(item, path, redactor)
             except RolloutError as exc:
                 golden_error = exc
         if mode is Mode.DRY and golden is not None:
@@ -206,6 +207,7 @@ class TestRuns:
             golden_path=self._display(path),
             run_display=None if run_path is None else self._display(run_path),
             golden=golden,
+            golden_lines=golden_lines,
             golden_error=golden_error,
             options=self._options_for(marker, hooks),
             allow_unconsumed=s.allow_unconsumed if allow is None else allow,
@@ -220,18 +222,22 @@ class TestRuns:
         item.stash[ENGINE_KEY] = session.engine
         return session
 
-    def _verified_golden(self, item: pytest.Item, path: Path, redactor: Redactor) -> Rollout:
-        """The golden at ``path``, once its receipt vouches for its bytes (docs/secrets.md)."""
+    def _verified_golden(
+        self, item: pytest.Item, path: Path, redactor: Redactor
+    ) -> tuple[Rollout, Parsed | None]:
+        """The golden at ``path``, once its receipt vouches for its bytes (docs/secrets.md),
+        and its lines for the run to be read like it (``loads_reference``)."""
         data = read_rollout_bytes(path)
         check = verify(path, data)
         if check.status is not ReceiptStatus.OK and not self.settings.accept_edits:
             shown = dataclasses.replace(check, golden=self._display(path))
             raise GoldenEditedError(shown.message(item.nodeid))
-        rollout = loads(data, path=str(path))  # a golden the loader refuses is never sealed
+        # A golden the loader refuses is never sealed.
+        rollout, lines = loads_reference(data, path=str(path))
         if check.status is not ReceiptStatus.OK:
             self._seal(path, data, redactor)
             self.tally.counts["resealed"] += 1
-        return rollout
+        return rollout, lines
 
     def _unrecorded_refusal(
         self, item: pytest.Item, path: Path, golden: Rollout

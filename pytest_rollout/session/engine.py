@@ -23,6 +23,7 @@ from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
 from ..diff.divergence import Divergence, ReplayDivergenceError
 from ..diff.drift import Verdict, drift_report
 from ..errors import RolloutError
+from ..format.bulk import Parsed
 from ..format.events import (
     AUDIT_ACTION,
     LLM_TURN_COMPLETED,
@@ -89,6 +90,7 @@ class Engine:
         recorder: Recorder,
         golden_path: str,
         golden: Rollout | None = None,
+        golden_lines: Parsed | None = None,
         golden_error: RolloutError | None = None,
         options: CanonicalOptions = DEFAULT_OPTIONS,
         allow_unconsumed: bool = False,
@@ -107,6 +109,10 @@ class Engine:
         self.recorder = recorder
         self.golden_path = golden_path
         self.golden = golden
+        # The golden's lines (loads_reference), for this run to be read like it: its lines
+        # that are the golden's but for their time share the golden's data, and compare at
+        # once. Kept until the verdict.
+        self._golden_lines = golden_lines if golden is not None else None
         self.options = options
         self.allow_unconsumed = allow_unconsumed
         self._golden_error = golden_error
@@ -505,7 +511,7 @@ class Engine:
             return ()
         if not self._finished:
             raise RolloutError("the run is still open: compare after the rollout.run() block")
-        return self.recorder.rollout().events
+        return self.recorder.rollout(like=self._golden_lines).events
 
     def divergences(self) -> list[Divergence]:
         """Replay's divergences, then what the run left unconsumed (unless allowed)."""
@@ -523,13 +529,16 @@ class Engine:
         golden = self.require_golden()
         if self.started and not self._finished:
             self.finish_completed(None)
+        # Shared data exists only where this run was read like the golden: both loaded.
         report = drift_report(
             golden.events,
             self.events(),
             self.options,
             divergences=self.divergences(),
             error_types=self.error_types,
+            json_data=self._golden_lines is not None,
         )
+        self._golden_lines = None
         self._verdict = Verdict(
             golden_path=self.golden_path,
             run_path=self._run_display or self.recorder.path,

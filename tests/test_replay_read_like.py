@@ -1,0 +1,60 @@
+"""A replayed run is read like its golden: the lines it has in common with the golden but for
+their time share the golden's data, and its verdict is the one two separate loads give."""
+
+from __future__ import annotations
+
+from test_loader_pair import EVENTS, START, recorded
+from test_session_analyzers import Scripted, _agent, _turns
+
+from pytest_rollout.diff.drift import drift_report
+from pytest_rollout.format.loader import loads, loads_reference
+from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.session import Mode, RolloutSession
+
+
+def test_loads_like_a_reference_gives_the_events_loads_gives() -> None:
+    changed = [*EVENTS]
+    changed[4] = ("tool.call.completed", {"call_id": "c1", "name": "w", "output": "19C"})
+    golden, lines = loads_reference(recorded(EVENTS), path="golden.jsonl")
+    assert lines is not None
+    data = recorded(changed, START + 10**9)
+    run = loads(data, path="run.jsonl", like=lines)
+    assert run == loads(data, path="run.jsonl")
+    shared = [x.data is y.data for x, y in zip(golden.events, run.events, strict=True)]
+    assert shared == [True, True, True, True, False, True, True, True]
+
+
+def test_a_golden_read_line_by_line_keeps_no_lines() -> None:
+    spaced = recorded(EVENTS).replace(b'{"ts":', b'{ "ts":')  # not as the recorder writes
+    golden, lines = loads_reference(spaced, path="golden.jsonl")
+    assert lines is None
+    assert golden == loads(spaced, path="golden.jsonl")
+
+
+def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> None:
+    recording = RolloutSession(
+        test_id="t.py::test_agent",
+        mode=Mode.RECORD,
+        recorder=Recorder(),
+        golden_path="golden/t/test_agent.jsonl",
+    )
+    _agent(recording, Scripted(_turns()))
+    golden, lines = loads_reference(recording.recorder.getvalue(), path="golden.jsonl")
+    replay = RolloutSession(
+        test_id="t.py::test_agent",
+        mode=Mode.DRY,
+        recorder=Recorder(),
+        golden_path="golden.jsonl",
+        golden=golden,
+        golden_lines=lines,
+    )
+    _agent(replay)
+    run = replay.engine.events()
+    plain = replay.recorder.rollout().events  # read on its own
+    assert run == plain
+    shared = {x.type for x, y in zip(golden.events, run, strict=True) if x.data is y.data}
+    # What the replay redoes exactly is shared; durations and latencies make the rest differ.
+    assert shared == {"llm.turn.started", "usage.delta", "tool.call.started"}
+    verdict = replay.engine.verdict()
+    assert verdict.matched
+    assert verdict.report == drift_report(golden.events, plain, replay.engine.options)
