@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..format.jsonable import json_copy
+
 __all__ = ["ToolCall", "Turn", "coerce_turn"]
 
 
@@ -64,10 +66,11 @@ class Turn:
 
     @classmethod
     def from_event_data(cls, data: Mapping[str, Any]) -> Turn:
-        """Rebuild a turn from a recorded ``llm.turn.completed`` payload."""
+        """Rebuild a turn from a recorded ``llm.turn.completed`` payload, sharing nothing
+        with it: the agent may change the arguments it is given."""
         return cls(
             content=data.get("content"),
-            tool_calls=[ToolCall.from_obj(c) for c in data.get("tool_calls") or ()],
+            tool_calls=[ToolCall.from_obj(c) for c in json_copy(data.get("tool_calls") or ())],
             usage=data.get("usage"),
             cost_usd=data.get("cost_usd"),
             model=data.get("model_version"),

@@ -17,7 +17,7 @@ import orjson
 
 from ..diff.divergence import ReplayDivergenceError
 from ..format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED
-from ..format.jsonable import json_default, to_json_data_or_placeholder
+from ..format.jsonable import json_copy, json_default, to_json_data_or_placeholder
 from ..format.recorder import Recorder
 from ..format.typed import PLAIN_TYPES, type_tag_of_class
 from ..replay.rebuild import RebuildHook, rebuild_result
@@ -116,7 +116,9 @@ class ToolCalls:
 
     def replayed_result(self, name: str, call_id: str | None, step: int, call: RecordedCall) -> Any:
         """The recorded answer of a replayed call: its output, rebuilt as the type it had,
-        or its error raised again."""
+        or its error raised again. The output is a copy: an agent that changes what its tool
+        returned (sorts a list in place, adds a key) must not change the golden it is
+        compared with."""
         data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": 0}
         if call.error:
             data["error"] = call.error
@@ -126,7 +128,8 @@ class ToolCalls:
         if call.output_type is not None:
             data["output_type"] = call.output_type
         self._run.record(TOOL_CALL_COMPLETED, data)
-        return rebuild_result(call.output, call.output_type, self._rebuild_hook, tool=name)
+        output = json_copy(call.output)
+        return rebuild_result(output, call.output_type, self._rebuild_hook, tool=name)
 
     def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
         """A live call's ``tool.call.completed`` with its output (and the output's type, when
