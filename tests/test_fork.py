@@ -273,6 +273,27 @@ def test_fork_inside_a_test_uses_the_golden() -> None:
     assert session.fork(1).messages == fork(EVENTS, 1).messages
 
 
+def _change_everything(value: Any) -> None:
+    """Change every dict and list inside ``value`` in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _change_everything(item)
+        value["changed"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _change_everything(item)
+        value.append("changed")
+
+
+@pytest.mark.parametrize("shape", ["neutral", "openai", "responses", "anthropic"])
+def test_a_fork_shares_nothing_with_the_run(shape: str) -> None:
+    run = _run()
+    kept = json.dumps([e.data for e in run])
+    result = fork(run, 2, format=shape, include_tool_calls=True, include_tool_results=True)
+    _change_everything(result.messages)  # a caller going on with the conversation
+    assert json.dumps([e.data for e in run]) == kept
+
+
 def _off_schema(*events: tuple[str, int, dict[str, Any]]) -> tuple[Event, ...]:
     """Events built in memory, past the loader and its schema."""
     return tuple(Event(seq, "t", kind, data, step) for seq, (kind, step, data) in enumerate(events))

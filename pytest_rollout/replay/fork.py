@@ -27,6 +27,7 @@ from ..format.events import (
     TOOL_CALL_COMPLETED,
     Event,
 )
+from ..format.jsonable import json_copy
 
 __all__ = ["ForkError", "ForkFormat", "ForkResult", "fork"]
 
@@ -299,4 +300,6 @@ def fork(
         for m in messages:
             if m["role"] == "assistant" and not m["tool_calls"]:
                 del m["tool_calls"]
-    return ForkResult(shape, step, original_steps, _outcome(events), messages, system)
+    # A copy: the caller may go on with the conversation in place, and must not change the
+    # run's events (a test's golden, forked inside the test) doing so.
+    return ForkResult(shape, step, original_steps, _outcome(events), json_copy(messages), system)
