@@ -49,12 +49,16 @@ def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> 
         golden_lines=lines,
     )
     _agent(replay)
-    run = replay.engine.events()
+    run = replay.engine.events(like_golden=True)
     plain = replay.recorder.rollout().events  # read on its own
     assert run == plain
     shared = {x.type for x, y in zip(golden.events, run, strict=True) if x.data is y.data}
     # What the replay redoes exactly is shared; durations and latencies make the rest differ.
     assert shared == {"llm.turn.started", "usage.delta", "tool.call.started"}
+    # What the test itself is given shares nothing with the golden: it may change it.
+    mine = replay.events()
+    assert mine == plain
+    assert not any(x.data is y.data for x, y in zip(golden.events, mine, strict=True))
     verdict = replay.engine.verdict()
     assert verdict.matched
     assert verdict.report == drift_report(golden.events, plain, replay.engine.options)

@@ -109,9 +109,9 @@ class Engine:
         self.recorder = recorder
         self.golden_path = golden_path
         self.golden = golden
-        # The golden's lines (loads_reference), for this run to be read like it: its lines
-        # that are the golden's but for their time share the golden's data, and compare at
-        # once. Kept until the verdict.
+        # The golden's lines (loads_reference), for the verdict to read this run like it: its
+        # lines that are the golden's but for their time share the golden's data, and compare
+        # at once. Kept until the verdict.
         self._golden_lines = golden_lines if golden is not None else None
         self.options = options
         self.allow_unconsumed = allow_unconsumed
@@ -505,13 +505,15 @@ class Engine:
         """Whether the test recorded anything at all."""
         return self.started
 
-    def events(self) -> tuple[Event, ...]:
-        """This run's events so far, as the loader reads them back."""
+    def events(self, *, like_golden: bool = False) -> tuple[Event, ...]:
+        """This run's events so far, as the loader reads them back: objects of the caller's
+        own, unless ``like_golden``, where they share what they have in common with the
+        golden's events (for the verdict, which changes neither)."""
         if not self.started:
             return ()
         if not self._finished:
             raise RolloutError("the run is still open: compare after the rollout.run() block")
-        return self.recorder.rollout(like=self._golden_lines).events
+        return self.recorder.rollout(like=self._golden_lines if like_golden else None).events
 
     def divergences(self) -> list[Divergence]:
         """Replay's divergences, then what the run left unconsumed (unless allowed)."""
@@ -532,7 +534,7 @@ class Engine:
         # Shared data exists only where this run was read like the golden: both loaded.
         report = drift_report(
             golden.events,
-            self.events(),
+            self.events(like_golden=True),
             self.options,
             divergences=self.divergences(),
             error_types=self.error_types,
