@@ -1,0 +1,160 @@
+"""What any recording of a tool call costs in Python, against what pytest-rollout's costs.
+
+The ``tools`` row of ``run.py`` counts a recorded tool call whole: the wrapper, and the
+redaction, lines and writes of its two events. This script puts that figure beside the least
+a recording with the same duties can cost in Python, written out plainly here: encode the
+arguments and the result once each, look for secrets in both payloads with the redactor (its
+gate, which says "no secret" for these payloads at once), make each event's line with a
+timestamp and a seq, and write a turn's lines at once. Without the look for secrets too.
+
+Each figure is the CPU time a run with the calls takes less the same run without them, per
+event (as ``run.py`` counts it), the median of ``--repeat`` runs; the floor is a bare
+``orjson.dumps`` of each event's data, warm (run over and over) and as ``run.py`` measures it
+(once a round, after the runs).
+
+    python benchmarks/bench_tool_floor.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import run as rows
+
+from pytest_rollout.safety.redact import Redactor
+
+_Calls = list[tuple[str, dict[str, Any], Any]]
+
+
+def _plain_recording(
+    calls: _Calls, path: Path, *, call_tools: bool, look: Callable[[bytes], Any] | None
+) -> float:
+    """CPU seconds of a run of one call a turn, recorded the least way (see the module)."""
+    outputs = iter([output for _, _, output in calls])
+    pieces: list[bytes] = []
+    seq = 0
+    clock = time.perf_counter
+
+    def wrapped(name: str) -> Callable[..., Any]:
+        def tool(**arguments: Any) -> Any:
+            nonlocal seq
+            started = orjson.dumps({"call_id": "c", "name": name, "arguments": arguments})
+            t0 = clock()
+            output = next(outputs)
+            duration_ms = round((clock() - t0) * 1000, 3)
+            done = orjson.dumps(
+                {"call_id": "c", "name": name, "duration_ms": duration_ms, "output": output}
+            )
+            for payload in (started, done):
+                if look is not None and look(payload) is not payload:
+                    raise RuntimeError("a secret: not expected in these payloads")
+                seq += 1
+                pieces.append(
+                    b'{"ts":"2026-06-28T12:34:56.%06dZ","seq":%d,"type":"tool.call","data":%b}\n'
+                    % (seq % 1_000_000, seq, payload)
+                )
+            return output
+
+        return tool
+
+    tools = {name: wrapped(name) for name in {name for name, _, _ in calls}}
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        started = time.process_time()
+        for name, arguments, _ in calls:
+            if pieces:  # a turn boundary: the previous turn's lines go to the file
+                os.write(descriptor, b"".join(pieces))
+                pieces.clear()
+            if call_tools:
+                tools[name](**arguments)
+        os.write(descriptor, b"".join(pieces))
+        return time.process_time() - started
+    finally:
+        os.close(descriptor)
+
+
+def _per_event(run: Callable[[bool], float], events: int, repeat: int) -> float:
+    added = []
+    for index in range(repeat + 1):
+        order = (True, False) if index % 2 else (False, True)
+        times = {call_tools: run(call_tools) for call_tools in order}
+        if index:  # the first round warms up
+            added.append((times[True] - times[False]) / events)
+    return statistics.median(added)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+    calls = rows._tool_calls(args.calls)
+    events = 2 * len(calls)
+    folder = Path(tempfile.mkdtemp(prefix="bench-tool-floor-"))
+    redactor = Redactor(environ={})
+    plain_gated = _per_event(
+        lambda call_tools: _plain_recording(
+            calls, folder / "plain.jsonl", call_tools=call_tools, look=redactor.redact_payload
+        ),
+        events,
+        args.repeat,
+    )
+    plain = _per_event(
+        lambda call_tools: _plain_recording(
+            calls, folder / "plain.jsonl", call_tools=call_tools, look=None
+        ),
+        events,
+        args.repeat,
+    )
+    ours = _per_event(
+        lambda call_tools: rows._recorded_run(calls, folder / "ours.jsonl", call_tools=call_tools)[
+            0
+        ],
+        events,
+        args.repeat,
+    )
+    _, _, datas = rows._recorded_run(calls, folder / "datas.jsonl", call_tools=True)
+    cold = []
+    warm = []
+    for _ in range(args.repeat):
+        rows._recorded_run(calls, folder / "cold.jsonl", call_tools=False)  # caches go cold
+        start = time.perf_counter()
+        for data in datas:
+            orjson.dumps(data)
+        cold.append((time.perf_counter() - start) / len(datas))
+        start = time.perf_counter()
+        for data in datas:
+            orjson.dumps(data)
+        warm.append((time.perf_counter() - start) / len(datas))
+    floor_cold, floor_warm = statistics.median(cold), statistics.median(warm)
+    print(f"{len(calls):,} calls, {events:,} events; medians of {args.repeat}")
+    print(
+        f"bare orjson.dumps of an event's data: {floor_cold * 1e6:.2f} us after a run "
+        f"(as run.py measures it), {floor_warm * 1e6:.2f} us warm"
+    )
+    for name, figure in (
+        ("plain recording, no look for secrets", plain),
+        ("plain recording, the redactor's look", plain_gated),
+        ("pytest-rollout (run.py's tools row)", ours),
+    ):
+        print(
+            f"{name:<40} {figure * 1e6:6.2f} us an event: {figure / floor_cold:5.1f}x "
+            f"run.py's floor, {figure / floor_warm:5.1f}x warm"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
