@@ -79,7 +79,8 @@ def test_the_documented_sdk_tests_record_and_replay_offline(
     )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    args = (*IN_PROCESS, "-p", "no:cacheprovider")
+    # The README shows no API its SDK has deprecated: a user copying it sees no warning.
+    args = (*IN_PROCESS, "-p", "no:cacheprovider", "-W", "error::DeprecationWarning")
     pytester.runpytest_inprocess(*args, "--rollout-record").assert_outcomes(passed=4)
     monkeypatch.setenv("MODEL_OFFLINE", "1")
     result = pytester.runpytest_inprocess(*args)
