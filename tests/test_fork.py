@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from sessions import new_session
 
 from pytest_rollout import Recorder, RolloutError
 from pytest_rollout.cli import main
@@ -261,15 +262,9 @@ def test_cli_output_is_terminal_safe(tmp_path: Path) -> None:
 
 def test_fork_inside_a_test_uses_the_golden() -> None:
     from pytest_rollout.format.loader import Rollout
-    from pytest_rollout.session import Mode, RolloutSession
+    from pytest_rollout.session import Mode
 
-    session = RolloutSession(
-        test_id="t",
-        mode=Mode.DRY,
-        recorder=Recorder(),
-        golden_path="g.jsonl",
-        golden=Rollout("g.jsonl", EVENTS),
-    )
+    session = new_session(Mode.DRY, Rollout("g.jsonl", EVENTS))
     assert session.fork(1).messages == fork(EVENTS, 1).messages
 
 

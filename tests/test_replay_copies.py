@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from plugin_agent import IN_PROCESS
+from sessions import new_session
 
 from pytest_rollout import ToolCall, Turn
 from pytest_rollout.format.loader import loads
-from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.session import Mode, RolloutSession
 
 
@@ -68,25 +68,15 @@ def _agent(session: RolloutSession, tool: Callable[..., Any], live: Any = None) 
     session.close()
 
 
-def _session(mode: Mode, golden: Any = None) -> RolloutSession:
-    return RolloutSession(
-        test_id="t.py::test_rows",
-        mode=mode,
-        recorder=Recorder(),
-        golden_path="golden.jsonl",
-        golden=golden,
-    )
-
-
 @pytest.mark.parametrize("tool", [_rows_as_list, _rows_as_object])
 def test_an_agent_that_changes_what_replay_gave_it_still_matches(
     tool: Callable[..., Any],
 ) -> None:
-    recording = _session(Mode.RECORD)
+    recording = new_session(Mode.RECORD)
     _agent(recording, tool, Scripted())
     data = recording.recorder.getvalue()
     golden = loads(data, path="golden.jsonl")
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     _agent(replay, tool)
     verdict = replay.engine.verdict()
     assert verdict.matched, verdict.report.comparison.first

@@ -3,13 +3,13 @@ their time share the golden's data, and its verdict is the one two separate load
 
 from __future__ import annotations
 
+from sessions import new_session
 from test_loader_pair import EVENTS, START, recorded
 from test_session_analyzers import Scripted, _agent, _turns
 
 from pytest_rollout.diff.drift import drift_report
 from pytest_rollout.format.loader import loads, loads_reference
-from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session import Mode
 
 
 def test_loads_like_a_reference_gives_the_events_loads_gives() -> None:
@@ -32,22 +32,10 @@ def test_a_golden_read_line_by_line_keeps_no_lines() -> None:
 
 
 def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> None:
-    recording = RolloutSession(
-        test_id="t.py::test_agent",
-        mode=Mode.RECORD,
-        recorder=Recorder(),
-        golden_path="golden/t/test_agent.jsonl",
-    )
+    recording = new_session(Mode.RECORD)
     _agent(recording, Scripted(_turns()))
     golden, lines = loads_reference(recording.recorder.getvalue(), path="golden.jsonl")
-    replay = RolloutSession(
-        test_id="t.py::test_agent",
-        mode=Mode.DRY,
-        recorder=Recorder(),
-        golden_path="golden.jsonl",
-        golden=golden,
-        golden_lines=lines,
-    )
+    replay = new_session(Mode.DRY, golden, golden_lines=lines)
     _agent(replay)
     run = replay.engine.events(like_golden=True)
     plain = replay.recorder.rollout().events  # read on its own

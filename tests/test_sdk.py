@@ -29,6 +29,7 @@ from fake_models import (
     offline_transport,
 )
 from sdk_agents import AGENTS, CHAT_TOOLS, SYSTEM, get_weather
+from sessions import new_session
 
 from pytest_rollout import ReplayDivergenceError, RolloutError
 from pytest_rollout.diff.divergence import DivergenceKind
@@ -42,16 +43,6 @@ from pytest_rollout.session import Mode, RolloutSession
 PROMPT = "What is the weather in Paris?"
 SCRIPT = (Call("get_weather", {"city": "Paris"}), Say("It is sunny in Paris, 21 degrees."))
 ANSWER = "It is sunny in Paris, 21 degrees."
-
-
-def _session(mode: Mode, golden: Rollout | None = None) -> RolloutSession:
-    return RolloutSession(
-        test_id="test_sdk.py::test_agent",
-        mode=mode,
-        recorder=Recorder(),
-        golden_path="golden/test_sdk/test_agent.jsonl",
-        golden=golden,
-    )
 
 
 def _client(session: RolloutSession, api: str, transport: Any, *, asynchronous: bool) -> Any:
@@ -95,7 +86,7 @@ def _divergence_of(exc: BaseException) -> Any:
 
 
 def _record(api: str, *, asynchronous: bool = False, stream: bool = False) -> Rollout:
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(api, SCRIPT)
     answer = _run(session, api, fake.transport(), asynchronous=asynchronous, stream=stream)
     assert answer == ANSWER
@@ -116,7 +107,7 @@ def test_a_recorded_run_replays_with_the_live_side_off(
     api: str, asynchronous: bool, stream: bool
 ) -> None:
     golden = _record(api, asynchronous=asynchronous, stream=stream)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     answer = _run(replay, api, offline_transport(), asynchronous=asynchronous, stream=stream)
     assert answer == ANSWER
     verdict = replay.verdict()
@@ -166,7 +157,7 @@ def test_each_model_call_is_one_turn_in_the_rollout_vocabulary(
 @pytest.mark.parametrize("api", APIS)
 def test_a_changed_prompt_is_a_prompt_mismatch_and_never_a_live_call(api: str) -> None:
     golden = _record(api)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     offline = FakeModel.offline(api)
     with pytest.raises((ReplayDivergenceError, anthropic.APIConnectionError)) as raised:
         _run(replay, api, offline.transport(), asynchronous=False, stream=False, prompt="Oslo?")
@@ -184,7 +175,7 @@ def test_a_changed_prompt_is_a_prompt_mismatch_and_never_a_live_call(api: str) -
 
 def test_a_divergence_through_the_anthropic_sdk_is_raised_unwrapped_and_once() -> None:
     golden = _record(ANTHROPIC_MESSAGES)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = replay.anthropic(
         transport=offline_transport(), base_url=ANTHROPIC_BASE_URL, max_retries=2
     )
@@ -214,7 +205,7 @@ def _first_chat_turn(client: Any, model: str) -> Any:
 
 def test_a_changed_parameter_names_the_parameter() -> None:
     golden = _record(OPENAI_CHAT)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = _client(replay, OPENAI_CHAT, offline_transport(), asynchronous=False)
     with replay.run(), pytest.raises(ReplayDivergenceError) as raised:
         _first_chat_turn(client, model="gpt-4o")
@@ -226,7 +217,7 @@ def test_a_changed_parameter_names_the_parameter() -> None:
 
 def test_a_request_past_the_recording_is_an_unrecorded_turn() -> None:
     golden = _record(OPENAI_RESPONSES)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = _client(replay, OPENAI_RESPONSES, offline_transport(), asynchronous=False)
     _, agent, _ = AGENTS[OPENAI_RESPONSES]
     tools = replay.tools({"get_weather": get_weather})
@@ -239,7 +230,7 @@ def test_a_request_past_the_recording_is_an_unrecorded_turn() -> None:
 
 def test_a_run_that_stops_early_leaves_unconsumed_turns() -> None:
     golden = _record(OPENAI_CHAT)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = _client(replay, OPENAI_CHAT, offline_transport(), asynchronous=False)
     with replay.run(prompt=PROMPT):
         _first_chat_turn(client, model="gpt-4o-mini")
@@ -258,7 +249,7 @@ def test_volatile_ids_do_not_change_a_request() -> None:
 
 def test_full_replay_calls_the_model_and_answers_tools_from_the_golden() -> None:
     golden = _record(ANTHROPIC_MESSAGES)
-    replay = _session(Mode.FULL, golden)
+    replay = new_session(Mode.FULL, golden)
     live = FakeModel(ANTHROPIC_MESSAGES, SCRIPT)
     calls: list[str] = []
 
@@ -280,7 +271,7 @@ def test_full_replay_calls_the_model_and_answers_tools_from_the_golden() -> None
 
 def test_a_failed_attempt_is_not_a_turn() -> None:
     """An error status the SDK retries is transport noise: only the answer is recorded."""
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(OPENAI_CHAT, (Fail(429, "Rate limit reached"), Say("hello")))
     client = session.openai(
         transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL, max_retries=1
@@ -299,7 +290,7 @@ def test_other_requests_pass_through_when_recording_and_are_refused_in_replay() 
     def models(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, json={"object": "list", "data": []})
 
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     client = session.openai(
         transport=httpx2.MockTransport(models), api_key="sk-test", base_url=OPENAI_BASE_URL
     )
@@ -308,7 +299,7 @@ def test_other_requests_pass_through_when_recording_and_are_refused_in_replay() 
     session.close()
     assert [e.type for e in session.recorder.rollout().events] == ["run.started", "run.completed"]
 
-    replay = _session(Mode.DRY, session.recorder.rollout())
+    replay = new_session(Mode.DRY, session.recorder.rollout())
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
     with replay.run(), pytest.raises(UnrecordedRequestError, match="GET /v1/models is not a model"):
         client.models.list()
@@ -325,7 +316,7 @@ def test_a_compressed_live_response_is_recorded_decoded() -> None:
             content=gzip.compress(plain.read()),
         )
 
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     client = session.openai(
         transport=httpx2.MockTransport(gzipped), api_key="sk-test", base_url=OPENAI_BASE_URL
     )
@@ -376,12 +367,12 @@ def test_a_golden_recorded_through_a_provider_cannot_feed_an_sdk() -> None:
         def complete(self, messages: Any, tools: Any = None, **params: Any) -> Turn:
             return Turn(content="hi")
 
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     llm = session.provider(Scripted())
     with session.run():
         llm.complete([{"role": "user", "content": "hi"}], None, model="gpt-4o-mini")
     session.close()
-    replay = _session(Mode.DRY, session.recorder.rollout())
+    replay = new_session(Mode.DRY, session.recorder.rollout())
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
     with replay.run(), pytest.raises(RolloutError, match="no recorded response"):
         _hi(client)
@@ -391,7 +382,7 @@ def test_replay_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     golden = _record(OPENAI_CHAT)
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
     _, agent, _ = AGENTS[OPENAI_CHAT]
     tools = replay.tools({"get_weather": get_weather})
@@ -401,7 +392,7 @@ def test_replay_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_an_http_client_given_to_the_factory_is_refused() -> None:
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     with pytest.raises(RolloutError, match=r"pass it as rollout\.openai\(transport=\.\.\.\)"):
         session.openai(http_client=httpx2.Client())
 
@@ -410,7 +401,7 @@ def test_a_missing_sdk_names_the_package_to_install(monkeypatch: pytest.MonkeyPa
     import sys
 
     monkeypatch.setitem(sys.modules, "anthropic", None)  # import anthropic now fails
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     with pytest.raises(MissingPackageError) as raised:
         session.async_anthropic()
     assert str(raised.value) == (
@@ -439,7 +430,7 @@ def test_the_package_imports_without_the_sdks() -> None:
 def test_http_client_records_what_a_hand_built_sdk_client_sends() -> None:
     import openai
 
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(OPENAI_CHAT, (Say("hello"),))
     client = openai.OpenAI(
         api_key="sk-test",
@@ -461,7 +452,7 @@ def test_a_replayed_stream_is_handed_over_event_by_event() -> None:
         "stream": True,
     }
     url = f"{OPENAI_BASE_URL}/chat/completions"
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(OPENAI_CHAT, (Say("Hello there, how are you?"),))
     with session.run(), session.http_client(transport=fake.transport()) as http:
         recorded = http.post(url, json=request).content
@@ -472,7 +463,7 @@ def test_a_replayed_stream_is_handed_over_event_by_event() -> None:
     assert frames[-1] == {"data": "[DONE]"}
     assert turn.data["content"] == "Hello there, how are you?"
 
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     with (
         replay.run(),
         replay.http_client(transport=offline_transport()) as http,
@@ -495,7 +486,7 @@ def test_a_turn_that_cannot_be_recorded_leaves_a_gap_and_the_test_goes_on(
         raise MemoryError("no room for the recording")
 
     monkeypatch.setattr(exchange_module, "raw_response", broken)
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(OPENAI_CHAT, (Say("hello"),))
     client = session.openai(transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL)
     with session.run():
@@ -544,14 +535,14 @@ def _mid_stream_agent(session: RolloutSession, transport: Any) -> str:
 
 
 def test_a_tool_run_while_the_stream_is_open_records_and_replays() -> None:
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     assert _mid_stream_agent(session, FakeModel(ANTHROPIC_MESSAGES, SCRIPT).transport()) == ANSWER
     golden = session.recorder.rollout()  # loads: the tool call sits inside its turn's step
     types = [(e.step, e.type) for e in golden.events if e.step == 1]
     assert types[0] == (1, LLM_TURN_STARTED)
     assert (1, "tool.call.started") in types
     assert types.index((1, "tool.call.started")) < types.index((1, LLM_TURN_COMPLETED))
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     assert _mid_stream_agent(replay, offline_transport()) == ANSWER
     assert replay.verdict().matched, replay.verdict().divergences
 
@@ -575,7 +566,7 @@ def test_a_body_cut_short_is_not_a_turn_and_its_retry_is() -> None:
             return httpx2.Response(200, headers=response.headers, stream=Cut(response.read()))
         return response
 
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     client = session.openai(
         transport=httpx2.MockTransport(flaky),
         api_key="sk-test",
@@ -591,7 +582,7 @@ def test_a_body_cut_short_is_not_a_turn_and_its_retry_is() -> None:
     types = [e.type for e in golden.events]
     assert types.count(LLM_TURN_STARTED) == 1
     assert types.count(LLM_TURN_COMPLETED) == 1
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
     with replay.run():
         assert _hi(client).choices[0].message.content == "hello"
@@ -629,12 +620,12 @@ def test_a_long_stream_is_kept_as_text_and_still_replays() -> None:
         session.close()
         return str(run.output)
 
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     assert ask(session, httpx2.MockTransport(long_answer)) == "a" * pieces
     golden = session.recorder.rollout()  # within the loader's limits
     [turn] = [e for e in golden.events if e.type == LLM_TURN_COMPLETED]
     assert turn.data["content"] == "a" * pieces
     assert "text" in turn.data["raw"]
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     assert ask(replay, offline_transport()) == "a" * pieces
     assert replay.verdict().matched

@@ -10,25 +10,15 @@ from typing import Any
 
 import pytest
 from fake_models import OPENAI_BASE_URL, OPENAI_CHAT, FakeModel, Say, Slow, offline_transport
+from sessions import new_session
 
 from pytest_rollout.diff.compare import compare
 from pytest_rollout.format.events import LLM_TURN_COMPLETED, LLM_TURN_STARTED
 from pytest_rollout.format.loader import Rollout
-from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.session import Mode, RolloutSession
 
 QUESTIONS = ("Paris?", "Oslo?", "Lima?")
 ANSWERS = {"Paris?": "Sunny.", "Oslo?": "Cold.", "Lima?": "Grey."}
-
-
-def _session(mode: Mode, golden: Rollout | None = None) -> RolloutSession:
-    return RolloutSession(
-        test_id="test_sdk_concurrency.py::test_fan_out",
-        mode=mode,
-        recorder=Recorder(),
-        golden_path="golden/test_fan_out.jsonl",
-        golden=golden,
-    )
 
 
 def _fake(latencies: Mapping[str, float]) -> FakeModel:
@@ -89,7 +79,7 @@ def test_overlapping_calls_record_the_same_whatever_answers_first(
         {"Paris?": 0.15, "Oslo?": 0.05, "Lima?": 0.01},
         {"Oslo?": 0.15, "Lima?": 0.05, "Paris?": 0.01},
     ):
-        session = _session(Mode.RECORD)
+        session = new_session(Mode.RECORD)
         assert runner(session, _fake(latencies).transport()) == [ANSWERS[q] for q in QUESTIONS]
         recordings.append(session.recorder.rollout())
     first, second = recordings
@@ -100,7 +90,7 @@ def test_overlapping_calls_record_the_same_whatever_answers_first(
     assert hashes == sorted(hashes)
     assert compare(first.events, second.events).identical
 
-    replay = _session(Mode.DRY, first)
+    replay = new_session(Mode.DRY, first)
     assert runner(replay, offline_transport()) == [ANSWERS[q] for q in QUESTIONS]
     verdict = replay.verdict()
     assert verdict.matched, verdict.divergences
@@ -108,7 +98,7 @@ def test_overlapping_calls_record_the_same_whatever_answers_first(
 
 
 def test_each_of_several_siblings_records_only_its_own_new_message() -> None:
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     _run_async(session, _fake({"Paris?": 0.1, "Oslo?": 0.01}).transport())
     started = [e for e in session.recorder.rollout().events if e.type == LLM_TURN_STARTED]
     # no sibling extends another: each request is recorded whole, whichever came first
@@ -116,7 +106,7 @@ def test_each_of_several_siblings_records_only_its_own_new_message() -> None:
 
 
 def test_a_sequential_call_after_a_fan_out_counts_from_the_request_it_extends() -> None:
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(OPENAI_CHAT, answers={**ANSWERS, "And Rome?": "Warm."})
     client = session.async_openai(
         transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL

@@ -18,24 +18,14 @@ from fake_models import (
     Say,
     offline_transport,
 )
+from sessions import new_session
 
 from pytest_rollout.format.events import LLM_TURN_COMPLETED, LLM_TURN_FAILED, LLM_TURN_STARTED
 from pytest_rollout.format.loader import Rollout
-from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.session import Mode, RolloutSession
 
 LONG = "Summarise this: " + "very long text " * 20
 SHORT = "Summarise this briefly."
-
-
-def _session(mode: Mode, golden: Rollout | None = None) -> RolloutSession:
-    return RolloutSession(
-        test_id="test_sdk_http_errors.py::test_agent",
-        mode=mode,
-        recorder=Recorder(),
-        golden_path="golden/test_agent.jsonl",
-        golden=golden,
-    )
 
 
 def _ask(client: Any, prompt: str) -> str:
@@ -70,7 +60,7 @@ def _types(golden: Rollout) -> list[str]:
 
 
 def test_a_handled_400_is_a_failed_turn_and_its_recovery_replays_offline() -> None:
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     fake = FakeModel(OPENAI_CHAT, (Fail(400, "The prompt is too long."), Say("Done.")))
     assert _run(session, fake.transport()) == "short: Done."
     golden = session.recorder.rollout()
@@ -91,7 +81,7 @@ def test_a_handled_400_is_a_failed_turn_and_its_recovery_replays_offline() -> No
     assert response["content_type"] == "application/json"
     assert response["body"]["error"]["message"] == "The prompt is too long."
 
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     offline = FakeModel.offline()
     assert _run(replay, offline.transport()) == "short: Done."
     assert offline.requests == []
@@ -108,7 +98,7 @@ def test_a_429_the_service_says_not_to_retry_is_a_failed_turn_the_agent_backs_of
             return "later: " + _ask(client, SHORT)  # the same request, after its own wait
 
     fake = FakeModel(OPENAI_CHAT, (Fail(429, "Slow down.", retry=False), Say("Done.")))
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     client = session.openai(transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL)
     with session.run() as run:
         run.output = backing_off_agent(client)
@@ -123,7 +113,7 @@ def test_a_429_the_service_says_not_to_retry_is_a_failed_turn_the_agent_backs_of
     [failed] = [e for e in golden.events if e.type == LLM_TURN_FAILED]
     assert failed.data["error"]["class"] == "RateLimitError"
 
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL, max_retries=3)
     with replay.run() as run:
         run.output = backing_off_agent(client)  # the served 429 is not retried by the SDK
@@ -136,7 +126,7 @@ def test_only_the_attempt_the_sdk_gives_up_on_is_a_turn() -> None:
         OPENAI_CHAT,
         (Fail(429, "Busy."), Fail(500, "Oops."), Fail(429, "Still busy."), Say("Done.")),
     )
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     client = session.openai(
         transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL, max_retries=2
     )
@@ -175,7 +165,7 @@ def test_an_anthropic_error_the_agent_handles_replays_as_the_same_exception(stre
             return type(exc).__name__
 
     fake = FakeModel(ANTHROPIC_MESSAGES, (Fail(400, "Too long."),))
-    session = _session(Mode.RECORD)
+    session = new_session(Mode.RECORD)
     client = session.anthropic(
         transport=fake.transport(), api_key="sk-test", base_url=ANTHROPIC_BASE_URL
     )
@@ -184,7 +174,7 @@ def test_an_anthropic_error_the_agent_handles_replays_as_the_same_exception(stre
     session.close()
     assert run.output == "BadRequestError"
     golden = session.recorder.rollout()
-    replay = _session(Mode.DRY, golden)
+    replay = new_session(Mode.DRY, golden)
     client = replay.anthropic(transport=offline_transport(), base_url=ANTHROPIC_BASE_URL)
     with replay.run() as run:
         run.output = agent(client)

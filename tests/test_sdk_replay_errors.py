@@ -19,9 +19,8 @@ import orjson
 import pytest
 from fake_models import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, offline_transport
 from plugin_agent import IN_PROCESS, failure_sections
+from sessions import new_session
 
-from pytest_rollout.format.loader import Rollout
-from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.sdk.exchange import UnrecordedRequestError
 from pytest_rollout.session import Mode, RolloutSession
 
@@ -200,23 +199,13 @@ def test_a_divergence_reaches_the_agent_unwrapped_sent_once_and_is_reported(
     assert "APIConnectionError" not in result.stdout.str()
 
 
-def _session(mode: Mode, golden: Rollout | None = None) -> RolloutSession:
-    return RolloutSession(
-        test_id="test_sdk_replay_errors.py::test_agent",
-        mode=mode,
-        recorder=Recorder(),
-        golden_path="golden/test_sdk_replay_errors/test_agent.jsonl",
-        golden=golden,
-    )
-
-
 def _replay_session() -> RolloutSession:
     """Dry replay of a run that made no model call."""
-    recording = _session(Mode.RECORD)
+    recording = new_session(Mode.RECORD)
     with recording.run():
         pass
     recording.close()
-    return _session(Mode.DRY, recording.recorder.rollout())
+    return new_session(Mode.DRY, recording.recorder.rollout())
 
 
 @pytest.mark.parametrize("package", ["anthropic", "openai"])

@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 import pytest
+from sessions import new_session
 
 from pytest_rollout import AnalyzerOptions, RolloutError, ToolCall, Turn
 from pytest_rollout.analysis.analyzers import parse_analyzers
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import Rollout
-from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.safety.audit import AuditTrailSink, verify_audit
 from pytest_rollout.session import Mode, RolloutSession
 
@@ -74,15 +74,7 @@ def _session(
     options: AnalyzerOptions | None = None,
     audit: AuditTrailSink | None = None,
 ) -> RolloutSession:
-    return RolloutSession(
-        test_id="t.py::test_agent",
-        mode=mode,
-        recorder=Recorder(),
-        golden_path="golden/t/test_agent.jsonl",
-        golden=golden,
-        analyzers=options,
-        audit=audit,
-    )
+    return new_session(mode, golden, analyzers=options, audit=audit)
 
 
 ALL = AnalyzerOptions(enabled=parse_analyzers(["all"]))
