@@ -407,6 +407,36 @@ def _load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
 
 
+#: How much the fixed loop's slow runs may take over its fast ones on a steady machine.
+STEADY_SPREAD = 1.15
+
+
+def _steadiness(runs: int = 21) -> float:
+    """How steady the machine's own speed is: a fixed loop of plain Python, timed ``runs``
+    times, its slowest tenth (90th percentile) over its fastest (10th). A machine whose
+    neighbours take its caches or its cores' time gives the same code different times,
+    and the ratios of short measurements with it."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        total = 0
+        for number in range(200_000):
+            total += number
+        times.append(time.perf_counter() - start)
+    deciles = statistics.quantiles(times, n=10)
+    return deciles[-1] / deciles[0]
+
+
+def _steadiness_line(spread: float) -> str:
+    line = f"steadiness: a fixed loop's slow runs take {spread:.2f}x its fast ones"
+    if spread > STEADY_SPREAD:
+        line += (
+            f" (over {STEADY_SPREAD}x: the machine's speed varies, and so will the ratios of"
+            " short measurements; run again on a quieter machine)"
+        )
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run of every row, no verdict")
@@ -423,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         f"alternating; {_load()}",
         flush=True,
     )
+    print(_steadiness_line(_steadiness()), flush=True)
     directory = Path(tempfile.mkdtemp(prefix="bench-run-"))
     try:
         rows = _measure(plan, directory)
@@ -431,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'':>7}  {'figure':<58} {'ratio':>9}  {'target':<10} measured")
     for row in rows:
         print(row.line(verdicts=not args.quick))
-    print(f"\nat the end: {_load()}")
+    print(f"\nat the end: {_load()}; {_steadiness_line(_steadiness())}")
     missed = [row.name for row in rows if not row.met]
     if args.quick:
         print("quick run: sizes and repeats too small for a verdict")
