@@ -18,7 +18,6 @@ event (as ``run.py`` counts it), the median of ``--repeat`` runs; the floor is a
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -36,53 +35,6 @@ import run as rows
 from pytest_rollout.safety.redact import Redactor
 
 _Calls = list[tuple[str, dict[str, Any], Any]]
-
-
-def _plain_recording(
-    calls: _Calls, path: Path, *, call_tools: bool, look: Callable[[bytes], Any] | None
-) -> float:
-    """CPU seconds of a run of one call a turn, recorded the least way (see the module)."""
-    outputs = iter([output for _, _, output in calls])
-    pieces: list[bytes] = []
-    seq = 0
-    clock = time.perf_counter
-
-    def wrapped(name: str) -> Callable[..., Any]:
-        def tool(**arguments: Any) -> Any:
-            nonlocal seq
-            started = orjson.dumps({"call_id": "c", "name": name, "arguments": arguments})
-            t0 = clock()
-            output = next(outputs)
-            duration_ms = round((clock() - t0) * 1000, 3)
-            done = orjson.dumps(
-                {"call_id": "c", "name": name, "duration_ms": duration_ms, "output": output}
-            )
-            for payload in (started, done):
-                if look is not None and look(payload) is not payload:
-                    raise RuntimeError("a secret: not expected in these payloads")
-                seq += 1
-                pieces.append(
-                    b'{"ts":"2026-06-28T12:34:56.%06dZ","seq":%d,"type":"tool.call","data":%b}\n'
-                    % (seq % 1_000_000, seq, payload)
-                )
-            return output
-
-        return tool
-
-    tools = {name: wrapped(name) for name in {name for name, _, _ in calls}}
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        started = time.process_time()
-        for name, arguments, _ in calls:
-            if pieces:  # a turn boundary: the previous turn's lines go to the file
-                os.write(descriptor, b"".join(pieces))
-                pieces.clear()
-            if call_tools:
-                tools[name](**arguments)
-        os.write(descriptor, b"".join(pieces))
-        return time.process_time() - started
-    finally:
-        os.close(descriptor)
 
 
 def _per_event(run: Callable[[bool], float], events: int, repeat: int) -> float:
@@ -105,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="bench-tool-floor-"))
     redactor = Redactor(environ={})
     plain_gated = _per_event(
-        lambda call_tools: _plain_recording(
+        lambda call_tools: rows.plain_recording(
             calls, folder / "plain.jsonl", call_tools=call_tools, look=redactor.redact_payload
         ),
         events,
         args.repeat,
     )
     plain = _per_event(
-        lambda call_tools: _plain_recording(
+        lambda call_tools: rows.plain_recording(
             calls, folder / "plain.jsonl", call_tools=call_tools, look=None
         ),
         events,

@@ -127,7 +127,11 @@ def turn_rows(repeat: int) -> list[Row]:
 # -- a tool call, recorded --------------------------------------------------------------------
 
 
-def _tool_calls(count: int) -> list[tuple[str, dict[str, Any], Any]]:
+#: (name, arguments, output) of each tool call of a benchmark run.
+_Calls = list[tuple[str, dict[str, Any], Any]]
+
+
+def _tool_calls(count: int) -> _Calls:
     """Realistic (name, arguments, output) triples, from the core benchmark's generator."""
     import random
 
@@ -199,6 +203,58 @@ def _recorded_run(
     return whole, in_wrappers, datas
 
 
+def plain_recording(
+    calls: _Calls, path: Path, *, call_tools: bool, look: Callable[[bytes], Any] | None
+) -> float:
+    """CPU seconds of a run of one call a turn (``call_tools=False``: the same run without
+    its calls), recorded the least way Python allows with the duties of ``rollout.tools``:
+    each call's arguments and result encoded once, each payload looked at by ``look``
+    (the redactor's secret look, or nothing), a line per event with its timestamp and seq,
+    and a turn's lines written at once. ``bench_tool_floor.py`` puts it beside the tools
+    row."""
+    outputs = iter([output for _, _, output in calls])
+    pieces: list[bytes] = []
+    seq = 0
+    clock = time.perf_counter
+
+    def wrapped(name: str) -> Callable[..., Any]:
+        def tool(**arguments: Any) -> Any:
+            nonlocal seq
+            started = orjson.dumps({"call_id": "c", "name": name, "arguments": arguments})
+            t0 = clock()
+            output = next(outputs)
+            duration_ms = round((clock() - t0) * 1000, 3)
+            done = orjson.dumps(
+                {"call_id": "c", "name": name, "duration_ms": duration_ms, "output": output}
+            )
+            for payload in (started, done):
+                if look is not None and look(payload) is not payload:
+                    raise RuntimeError("a secret: not expected in these payloads")
+                seq += 1
+                pieces.append(
+                    b'{"ts":"2026-06-28T12:34:56.%06dZ","seq":%d,"type":"tool.call","data":%b}\n'
+                    % (seq % 1_000_000, seq, payload)
+                )
+            return output
+
+        return tool
+
+    tools = {name: wrapped(name) for name in {name for name, _, _ in calls}}
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        started = time.process_time()
+        for name, arguments, _ in calls:
+            if pieces:  # a turn boundary: the previous turn's lines go to the file
+                os.write(descriptor, b"".join(pieces))
+                pieces.clear()
+            if call_tools:
+                tools[name](**arguments)
+        os.write(descriptor, b"".join(pieces))
+        return time.process_time() - started
+    finally:
+        os.close(descriptor)
+
+
 def tool_rows(repeat: int, count: int, directory: Path) -> list[Row]:
     """A tool call recorded through ``rollout.tools(...)`` (record mode, writing a file, the
     default redaction), per event, against a bare ``orjson.dumps`` of each event's data.
@@ -208,14 +264,20 @@ def tool_rows(repeat: int, count: int, directory: Path) -> list[Row]:
     call's events, which are made at the next turn, outside the wrapper. The wrapper's own
     time is shown as a figure."""
     calls = _tool_calls(count)
+    look = Redactor(environ={}).redact_payload
     added: list[float] = []
     wrapped: list[float] = []
+    plain: list[float] = []
     bare: list[float] = []
     for index in range(repeat + 1):
         runs = {}
+        plains = {}
         for call_tools in (True, False) if index % 2 else (False, True):
             name = f"{'tools' if call_tools else 'turns'}-{index}.jsonl"
             runs[call_tools] = _recorded_run(calls, directory / name, call_tools=call_tools)
+            plains[call_tools] = plain_recording(
+                calls, directory / f"plain-{name}", call_tools=call_tools, look=look
+            )
         (whole, in_wrappers, datas), (without, _, _) = runs[True], runs[False]
         start = time.perf_counter()
         for data in datas:
@@ -224,8 +286,9 @@ def tool_rows(repeat: int, count: int, directory: Path) -> list[Row]:
             bare.append((time.perf_counter() - start) / len(datas))
             added.append((whole - without) / len(datas))
             wrapped.append(in_wrappers / len(datas))
+            plain.append((plains[True] - plains[False]) / len(datas))
     per_event, floor = statistics.median(added), statistics.median(bare)
-    in_wrapper = statistics.median(wrapped)
+    in_wrapper, least = statistics.median(wrapped), statistics.median(plain)
     return [
         Row(
             "tool call recorded, per event / orjson.dumps of its data",
@@ -237,6 +300,12 @@ def tool_rows(repeat: int, count: int, directory: Path) -> list[Row]:
             "the same, the time inside the wrapper only",
             in_wrapper / floor,
             f"{_us(in_wrapper)} against {_us(floor)}",
+            None,
+        ),
+        Row(
+            "the same / a plain recording with the secret look",
+            per_event / least,
+            f"{_us(per_event)} against {_us(least)}",
             None,
         ),
     ]
