@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -33,8 +32,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import run as rows
 
 from pytest_rollout.safety.redact import Redactor
-
-_Calls = list[tuple[str, dict[str, Any], Any]]
 
 
 def _per_event(run: Callable[[bool], float], events: int, repeat: int) -> float:

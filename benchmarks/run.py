@@ -150,7 +150,7 @@ class _Announcer:
 
     model = "gpt-4o-mini"
 
-    def __init__(self, calls: list[tuple[str, dict[str, Any], Any]]) -> None:
+    def __init__(self, calls: _Calls) -> None:
         self._turns = iter(
             [
                 Turn(None, [ToolCall(f"call_{i}", name, args)])
@@ -162,9 +162,7 @@ class _Announcer:
         return next(self._turns)
 
 
-def _recorded_run(
-    calls: list[tuple[str, dict[str, Any], Any]], path: Path, *, call_tools: bool
-) -> tuple[float, float, list[Any]]:
+def _recorded_run(calls: _Calls, path: Path, *, call_tools: bool) -> tuple[float, float, list[Any]]:
     """One recorded run of a turn a call: the seconds of the run (its turns, its calls and
     the redaction, lines and writes of all its events, up to a last flush; opening and
     closing the file are left out), the seconds spent inside the ``rollout.tools``
@@ -210,8 +208,8 @@ def plain_recording(
     its calls), recorded the least way Python allows with the duties of ``rollout.tools``:
     each call's arguments and result encoded once, each payload looked at by ``look``
     (the redactor's secret look, or nothing), a line per event with its timestamp and seq,
-    and a turn's lines written at once. ``bench_tool_floor.py`` puts it beside the tools
-    row."""
+    and a turn's lines written at once. :func:`tool_rows` and ``bench_tool_floor.py`` set
+    it beside the tools row."""
     outputs = iter([output for _, _, output in calls])
     pieces: list[bytes] = []
     seq = 0
@@ -261,8 +259,9 @@ def tool_rows(repeat: int, count: int, directory: Path) -> list[Row]:
 
     What a call costs the run is what the run takes with the calls less what it takes
     without them (the same turns): that counts the redaction, lines and writes of the
-    call's events, which are made at the next turn, outside the wrapper. The wrapper's own
-    time is shown as a figure."""
+    call's events, which are made at the next turn, outside the wrapper. Shown as figures:
+    the wrapper's own time, and the row's cost over that of :func:`plain_recording` with
+    the redactor's look, counted the same way in the same rounds."""
     calls = _tool_calls(count)
     look = Redactor(environ={}).redact_payload
     added: list[float] = []
