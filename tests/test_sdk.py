@@ -333,9 +333,7 @@ def test_secrets_in_a_response_are_redacted_and_replay_still_parses() -> None:
     from pytest_rollout.safety.redact import Redactor
 
     secret = "sk-proj-" + "Q" * 40
-    session = RolloutSession(
-        test_id="t", mode=Mode.RECORD, recorder=Recorder(redactor=Redactor()), golden_path="g"
-    )
+    session = new_session(Mode.RECORD, recorder=Recorder(redactor=Redactor()))
     fake = FakeModel(OPENAI_CHAT, (Say(f"your key is {secret}"),))
     client = session.openai(transport=fake.transport(), api_key="sk-test", base_url=OPENAI_BASE_URL)
     with session.run():
@@ -345,12 +343,8 @@ def test_secrets_in_a_response_are_redacted_and_replay_still_parses() -> None:
     session.close()
     data = session.recorder.getvalue()
     assert secret.encode() not in data
-    replay = RolloutSession(
-        test_id="t",
-        mode=Mode.DRY,
-        recorder=Recorder(redactor=Redactor()),
-        golden_path="g",
-        golden=session.recorder.rollout(),
+    replay = new_session(
+        Mode.DRY, session.recorder.rollout(), recorder=Recorder(redactor=Redactor())
     )
     client = replay.openai(transport=offline_transport(), base_url=OPENAI_BASE_URL)
     with replay.run():
