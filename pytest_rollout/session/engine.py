@@ -531,14 +531,13 @@ class Engine:
         golden = self.require_golden()
         if self.started and not self._finished:
             self.finish_completed(None)
-        # Shared data exists only where this run was read like the golden: both loaded.
         report = drift_report(
             golden.events,
             self.events(like_golden=True),
             self.options,
             divergences=self.divergences(),
             error_types=self.error_types,
-            json_data=self._golden_lines is not None,
+            json_data=True,  # both runs are read back from their lines
         )
         self._golden_lines = None
         self._verdict = Verdict(
