@@ -39,10 +39,8 @@ if TYPE_CHECKING:
     from .format.recorder import Recorder as Recorder
     from .plugin.snapshot import RolloutSnapshotExtension as RolloutSnapshotExtension
     from .replay.recorded import RecordedProvider as RecordedProvider
-    from .replay.turns import ToolCall as ToolCall
-    from .replay.turns import Turn as Turn
-    from .safety.audit import AuditError as AuditError
-    from .safety.receipt import ReceiptError as ReceiptError
+    from .replay.turn import ToolCall as ToolCall
+    from .replay.turn import Turn as Turn
     from .safety.redact import RedactionError as RedactionError
     from .safety.redact import RedactionMode as RedactionMode
     from .safety.redact import Redactor as Redactor
@@ -52,10 +50,12 @@ if TYPE_CHECKING:
     from .sdk.exchange import UnrecordedRequestError as UnrecordedRequestError
     from .sdk.pricing import Price as Price
     from .sdk.wire import WireFormatError as WireFormatError
-    from .session import GoldenEditedError as GoldenEditedError
-    from .session import GoldenMissingError as GoldenMissingError
     from .session import RolloutSession as RolloutSession
     from .session.tools import UnrecordedToolsError as UnrecordedToolsError
+    from .store.audit import AuditError as AuditError
+    from .store.golden import GoldenEditedError as GoldenEditedError
+    from .store.golden import GoldenMissingError as GoldenMissingError
+    from .store.receipt import ReceiptError as ReceiptError
 
 __version__ = "0.1.0"
 
@@ -110,16 +110,16 @@ __all__ = [
 _LAZY: Final = {
     "AnalyzerOptions": ".analysis.analyzers",
     "Antipattern": ".analysis.analyzers",
-    "AuditError": ".safety.audit",
+    "AuditError": ".store.audit",
     "CanonicalOptions": ".diff.canonical",
     "Comparison": ".diff.compare",
     "Event": ".format.events",
-    "GoldenEditedError": ".session",
-    "GoldenMissingError": ".session",
+    "GoldenEditedError": ".store.golden",
+    "GoldenMissingError": ".store.golden",
     "Limits": ".format.loader",
     "MissingPackageError": ".sdk.clients",
     "Price": ".sdk.pricing",
-    "ReceiptError": ".safety.receipt",
+    "ReceiptError": ".store.receipt",
     "RecordedProvider": ".replay.recorded",
     "Recorder": ".format.recorder",
     "RedactionError": ".safety.redact",
@@ -134,9 +134,9 @@ _LAZY: Final = {
     "Score": ".diff.score",
     "SecretInFileError": ".format.files",
     "StepStatus": ".diff.compare",
-    "ToolCall": ".replay.turns",
+    "ToolCall": ".replay.turn",
     "ToolCallRecord": ".analysis.assertions",
-    "Turn": ".replay.turns",
+    "Turn": ".replay.turn",
     "UnrecordedRequestError": ".sdk.exchange",
     "UnrecordedToolsError": ".session.tools",
     "UnsafePathError": ".format.files",

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_rollout import RolloutError
 from pytest_rollout.format.files import PRIVATE_FILE_MODE
-from pytest_rollout.safety.audit import (
+from pytest_rollout.store.audit import (
     AUDIT_EVENT_TYPES,
     GENESIS,
     MAX_FILE_BYTES,

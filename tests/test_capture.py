@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout.safety import capture
-from pytest_rollout.safety.capture import (
+from pytest_rollout.store import capture
+from pytest_rollout.store.capture import (
     ENV_VAR,
     MB,
     Budget,

@@ -13,7 +13,7 @@ from command import python_m
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
-from pytest_rollout.safety.audit import append_entry
+from pytest_rollout.store.audit import append_entry
 
 T0 = datetime(2026, 6, 28, 12, 34, 56, tzinfo=UTC)
 

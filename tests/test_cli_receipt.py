@@ -21,7 +21,7 @@ from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.safety.receipt import make_receipt, receipt_path, verify, write_receipt
+from pytest_rollout.store.receipt import make_receipt, receipt_path, verify, write_receipt
 
 # 2026-06-28T12:34:56Z
 T0 = 1_782_650_096_000_000_000

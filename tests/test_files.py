@@ -17,7 +17,7 @@ from pytest_rollout.format.files import (
     read_regular,
 )
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.session.golden import WriteResult, write_golden_and_receipt
+from pytest_rollout.store.golden import WriteResult, write_golden_and_receipt
 
 
 def write_golden(root: Path, path: Path, data: bytes) -> WriteResult:

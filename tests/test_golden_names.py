@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.safety.names import NAME_TOKEN
-from pytest_rollout.safety.receipt import receipt_path
 from pytest_rollout.safety.redact import RedactionMode, Redactor
-from pytest_rollout.session.golden import golden_path, module_dir, write_golden_and_receipt
+from pytest_rollout.store.golden import golden_path, module_dir, write_golden_and_receipt
+from pytest_rollout.store.receipt import receipt_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ALNUM = string.ascii_letters + string.digits

@@ -20,14 +20,14 @@ from pytest_rollout.diff.compare import compare
 from pytest_rollout.format.files import SecretInFileError
 from pytest_rollout.format.loader import loads as load_bytes
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.safety.pending import PendingFile
-from pytest_rollout.safety.receipt import ReceiptStatus, make_receipt, receipt_path, verify
-from pytest_rollout.session.golden import (
+from pytest_rollout.store.golden import (
     WriteResult,
     recover_pair,
     settle,
     write_golden_and_receipt,
 )
+from pytest_rollout.store.pending import PendingFile
+from pytest_rollout.store.receipt import ReceiptStatus, make_receipt, receipt_path, verify
 
 RULES = "cd" * 32
 
@@ -154,7 +154,7 @@ def test_a_path_outside_the_golden_folder_is_refused(tmp_path: Path) -> None:
 CRASH = r"""
 import os, sys
 from pathlib import Path
-from pytest_rollout.session.golden import write_golden_and_receipt
+from pytest_rollout.store.golden import write_golden_and_receipt
 
 root, stop, data = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]).read_bytes()
 when, _, number = stop.partition(":")
@@ -276,7 +276,7 @@ def test_the_pending_file_of_a_live_writer_is_left_alone(tmp_path: Path) -> None
 def test_a_pending_file_removed_before_it_was_locked_is_made_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_rollout.safety import pending
+    from pytest_rollout.store import pending
 
     real = pending._leads_to
     calls: list[Path] = []

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_rollout.format.files import UnsafePathError, WriteRoot, atomic_write
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.safety.audit import AuditError
-from pytest_rollout.safety.audit_append import append_entry
-from pytest_rollout.safety.capture import capture_path, capture_root
+from pytest_rollout.store.audit import AuditError
+from pytest_rollout.store.audit_append import append_entry
+from pytest_rollout.store.capture import capture_path, capture_root
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symbolic links as POSIX has them")
 

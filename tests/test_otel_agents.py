@@ -15,7 +15,7 @@ from fake_models import OPENAI_CHAT, OPENAI_RESPONSES, Call, Say
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_rollout.cli.otel import add_import_parser, import_otel
+from pytest_rollout.cli.otel_commands import add_import_parser, import_otel
 from pytest_rollout.diff.integrity import check
 from pytest_rollout.format.loader import Rollout, load
 from pytest_rollout.otel import Span, import_spans, write_rollout

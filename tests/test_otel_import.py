@@ -14,7 +14,12 @@ from fake_models import Call, Say
 from fifo import beside_fifo
 from otel_traces import pydantic_ai_trace
 
-from pytest_rollout.cli.otel import add_export_parser, add_import_parser, export_otel, import_otel
+from pytest_rollout.cli.otel_commands import (
+    add_export_parser,
+    add_import_parser,
+    export_otel,
+    import_otel,
+)
 from pytest_rollout.diff.integrity import check
 from pytest_rollout.errors import RolloutFileError, RolloutFormatError
 from pytest_rollout.format.loader import Rollout, load

@@ -28,7 +28,7 @@ from pytest_rollout.otel import (
     spans_from_bytes,
     write_rollout,
 )
-from pytest_rollout.plugin.otel import OtelPlugin
+from pytest_rollout.plugin.otel_trace import OtelPlugin
 from pytest_rollout.plugin.tally import Tally
 from pytest_rollout.safety.redact import Redactor
 

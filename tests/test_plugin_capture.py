@@ -14,7 +14,7 @@ import pytest
 from plugin_agent import IN_PROCESS, WEATHER_TEST, XDIST, record, run, write_project
 
 from pytest_rollout import load
-from pytest_rollout.safety.capture import is_run_id
+from pytest_rollout.store.capture import is_run_id
 
 
 @pytest.fixture

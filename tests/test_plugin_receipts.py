@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from plugin_agent import IN_PROCESS, WEATHER_TEST, XDIST, live_calls, record, run, write_project
 
-from pytest_rollout.safety.receipt import ReceiptStatus, make_receipt, receipt_path, verify
+from pytest_rollout.store.receipt import ReceiptStatus, make_receipt, receipt_path, verify
 
 GOLDEN = "golden/test_weather/test_weather.jsonl"
 

@@ -13,8 +13,8 @@ import pytest
 
 from pytest_rollout.format.files import FILE_MODE, WriteRoot, atomic_write
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.safety.audit_append import append_entry
-from pytest_rollout.safety.capture import capture_path, capture_root
+from pytest_rollout.store.audit_append import append_entry
+from pytest_rollout.store.capture import capture_path, capture_root
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 

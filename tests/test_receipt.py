@@ -19,10 +19,10 @@ from hostile import EVIL, assert_printable
 from hypothesis import given
 from hypothesis import strategies as st
 
-import pytest_rollout.safety.receipt as receipt_module
+import pytest_rollout.store.receipt as receipt_module
 from pytest_rollout import RolloutError, RolloutFormatError, loads
 from pytest_rollout.format.loader import read_rollout_bytes
-from pytest_rollout.safety.receipt import (
+from pytest_rollout.store.receipt import (
     MAX_RECEIPT_BYTES,
     RECEIPT_SUFFIX,
     ROLLOUT_FORMAT,
@@ -656,7 +656,7 @@ def test_receipt_never_imports_pytest() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, pytest_rollout.safety.receipt; "
+            "import sys, pytest_rollout.store.receipt; "
             "sys.exit(bool({'pytest', '_pytest'} & set(sys.modules)))",
         ],
         check=False,

@@ -18,8 +18,8 @@ from pytest_rollout import AnalyzerOptions, RolloutError, ToolCall, Turn
 from pytest_rollout.analysis.analyzers import parse_analyzers
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import Rollout
-from pytest_rollout.safety.audit import AuditTrailSink, verify_audit
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.store.audit import AuditTrailSink, verify_audit
 
 
 class Scripted:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rollout.analysis.options import ANALYZERS, HMAC_KEY_VARIABLE
-from pytest_rollout.plugin import options
-from pytest_rollout.safety.capture import ENV_VAR
+from pytest_rollout.analysis.analyzer_options import ANALYZERS, HMAC_KEY_VARIABLE
+from pytest_rollout.plugin import flags
 from pytest_rollout.safety.redact import RedactionMode
+from pytest_rollout.store.capture import ENV_VAR
 
 PROBE = """
 import sys
@@ -87,7 +87,7 @@ def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """pytest run in ``folder`` with the plugin and no other, in a process of its own (this
     one has loaded everything), without the environment variables that turn features on."""
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    for name in (options.CAPTURE_DIR_VARIABLE, options.HMAC_KEY_VARIABLE):
+    for name in (flags.CAPTURE_DIR_VARIABLE, flags.HMAC_KEY_VARIABLE):
         env.pop(name, None)
     command = [sys.executable, "-m", "pytest", "-p", "pytest_rollout.plugin", *args]
     return subprocess.run(command, check=False, cwd=folder, env=env, capture_output=True, text=True)
@@ -136,8 +136,8 @@ def test_an_ini_value_is_still_checked_at_start_up(tmp_path: Path) -> None:
 def test_the_options_name_what_the_library_names() -> None:
     """The options module names the redaction modes, the analyzers and two environment
     variables itself (importing them would load the library at start-up)."""
-    assert tuple(m.value for m in RedactionMode) == options.REDACTION_MODES
-    assert RedactionMode(options.REDACTION_MODES[0]) is RedactionMode.REDACTED
-    assert options.ANALYZERS == ANALYZERS
-    assert options.CAPTURE_DIR_VARIABLE == ENV_VAR
-    assert options.HMAC_KEY_VARIABLE == HMAC_KEY_VARIABLE
+    assert tuple(m.value for m in RedactionMode) == flags.REDACTION_MODES
+    assert RedactionMode(flags.REDACTION_MODES[0]) is RedactionMode.REDACTED
+    assert flags.ANALYZERS == ANALYZERS
+    assert flags.CAPTURE_DIR_VARIABLE == ENV_VAR
+    assert flags.HMAC_KEY_VARIABLE == HMAC_KEY_VARIABLE

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.replay.turns import ToolCall, Turn
+from pytest_rollout.replay.turn import ToolCall, Turn
 from pytest_rollout.session.mode import Mode
 from pytest_rollout.session.rollout import RolloutSession
 from pytest_rollout.session.tools import AnnouncedCalls

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rollout.errors import RolloutError
-from pytest_rollout.replay.turns import ToolCall, Turn
+from pytest_rollout.replay.turn import ToolCall, Turn
 from pytest_rollout.sdk.sse import parse_frames
 from pytest_rollout.sdk.wire import (
     ANTHROPIC_MESSAGES,

@@ -32,9 +32,9 @@ analysis over a recorded run, and :func:`find_antipatterns` and :func:`tool_name
 assertions made on a finished run.
 
 This module owns the running of the analyzers; the options live in
-:mod:`~pytest_rollout.analysis.options`, the analyzers of tool calls in
+:mod:`~pytest_rollout.analysis.analyzer_options`, the analyzers of tool calls in
 :mod:`~pytest_rollout.analysis.calls` and those of LLM turns in
-:mod:`~pytest_rollout.analysis.turns`. See docs/analyzers.md.
+:mod:`~pytest_rollout.analysis.turn_analyzers`. See docs/analyzers.md.
 """
 
 from __future__ import annotations
@@ -43,16 +43,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..format.events import Event
-from .calls import Antipattern, ErrorChain, RepeatedCalls, find_antipatterns
-from .handlers import Analyzer, Emitted, Handler
-from .options import (
+from .analyzer_options import (
     ANALYZERS,
     CONTEXT_WINDOWS,
     HMAC_KEY_VARIABLE,
     AnalyzerOptions,
     parse_analyzers,
 )
-from .turns import ContextWindow, CostAnomaly, RequestEnvelope, RunContext, ToolDecisions
+from .calls import Antipattern, ErrorChain, RepeatedCalls, find_antipatterns
+from .handlers import Analyzer, Emitted, Handler
+from .turn_analyzers import ContextWindow, CostAnomaly, RequestEnvelope, RunContext, ToolDecisions
 from .values import tool_names, whole
 
 __all__ = [

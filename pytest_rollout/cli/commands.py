@@ -15,15 +15,16 @@ from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
 from ..diff.drift import drift_report
 from ..diff.integrity import IntegrityReport
 from ..diff.integrity import check as check_integrity
-from ..diff.report import Labels, render_divergence, render_header, render_score
+from ..diff.render import Labels, render_divergence, render_header, render_score
 from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
 from ..format.gcpause import collector_paused
 from ..format.loader import Rollout, load, loads, read_rollout_bytes
 from ..format.pair import load_pair
 from ..replay.fork import fork as fork_run
-from ..safety.audit import AuditCheck, AuditError, verify_audit
-from ..safety.receipt import (
+from ..safety.sanitize import excerpt, sanitize, terminal_json
+from ..store.audit import AuditCheck, AuditError, verify_audit
+from ..store.receipt import (
     Receipt,
     ReceiptStatus,
     Verification,
@@ -33,8 +34,7 @@ from ..safety.receipt import (
     verify,
     write_receipt,
 )
-from ..safety.sanitize import excerpt, sanitize, terminal_json
-from .otel import export_otel, import_otel
+from .otel_commands import export_otel, import_otel
 
 __all__ = ["COMMANDS", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
 

@@ -10,7 +10,7 @@ from .. import __version__
 from ..replay.fork import ForkFormat
 from ..safety.sanitize import sanitize
 from .commands import EXIT_ERROR
-from .otel import add_export_parser, add_import_parser
+from .otel_commands import add_export_parser, add_import_parser
 
 __all__ = ["build_parser"]
 

@@ -16,7 +16,7 @@ from typing import Final
 from ..safety.sanitize import excerpt, sanitize
 from .divergence import Divergence
 from .drift import Verdict
-from .report import (
+from .render import (
     Labels,
     render_divergence,
     score_reasons,

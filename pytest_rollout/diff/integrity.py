@@ -12,7 +12,7 @@ of a dry replay and ``rollout check`` share its words).
 
 Arguments are compared as canonical bytes (sorted keys, exact numbers), the way replay
 matches them, so ``1`` and ``1.0`` differ. Reasons quote file content only through
-:func:`~pytest_rollout.diff.report.value_text`, so they are sanitized and capped.
+:func:`~pytest_rollout.diff.render.value_text`, so they are sanitized and capped.
 """
 
 from __future__ import annotations

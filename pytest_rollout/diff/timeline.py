@@ -1,7 +1,7 @@
 """A readable timeline of one rollout, for ``rollout show``.
 
 One line per event, in file order: ``step  seq  type  detail``, where the detail is what
-:func:`~pytest_rollout.diff.report.describe_event` says about it; then the run's totals. Filters
+:func:`~pytest_rollout.diff.render.describe_event` says about it; then the run's totals. Filters
 pick which events are listed; the totals always describe the whole run. Every string taken
 from the rollout is sanitized.
 """
@@ -16,7 +16,7 @@ import orjson
 
 from ..format.events import LLM_TURN_COMPLETED, Event
 from ..safety.sanitize import excerpt, sanitize
-from .report import describe_event, step_numbers
+from .render import describe_event, step_numbers
 from .score import RunSummary, summarize, tokens_per_second
 from .text import format_cost
 

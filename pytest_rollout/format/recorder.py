@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -49,10 +49,24 @@ from .lines import LineMaker
 from .loader import DEFAULT_LIMITS, Rollout, loads
 from .partial import PartialFile
 
-if TYPE_CHECKING:
-    from ..safety.redact import Redactor
+__all__ = ["PayloadRedactor", "Recorder", "RecorderStats", "encode_payload"]
 
-__all__ = ["Recorder", "RecorderStats", "encode_payload"]
+
+class PayloadRedactor(Protocol):
+    """What the recorder asks of a redactor (:class:`~pytest_rollout.safety.redact.Redactor`
+    is one): a payload's bytes redacted (``None``: drop the event), a value redacted, and
+    the last look at bytes about to reach the file (the label of a secret left, else
+    ``None``; not asked when ``mode`` is ``"full"``, which writes secrets as they are)."""
+
+    @property
+    def mode(self) -> str: ...
+
+    def redact_payload(self, payload: bytes) -> bytes | None: ...
+
+    def redact(self, value: Any) -> Any: ...
+
+    def scan(self, data: bytes | bytearray | memoryview) -> str | None: ...
+
 
 #: An emitted event waiting to become a line: the clock when it was emitted, its type, its
 #: payload (``None``: lost as it was emitted), its step, and whether the step is implied.
@@ -106,7 +120,7 @@ class Recorder:
         max_events: int = DEFAULT_LIMITS.events,
         flush_every: int = 512,
         clock: Callable[[], int] = time.time_ns,
-        redactor: Redactor | None = None,
+        redactor: PayloadRedactor | None = None,
         max_file_bytes: int | None = None,
         root: WriteRoot | None = None,
     ) -> None:

@@ -20,7 +20,7 @@ from .core import PLUGIN_KEY, RolloutPlugin
 from .fixtures import golden as golden
 from .fixtures import recorded_provider as recorded_provider
 from .fixtures import rollout as rollout
-from .options import add_options
+from .flags import add_options
 from .settings import MARKER_DOC, Settings
 
 __all__ = ["RolloutPlugin"]

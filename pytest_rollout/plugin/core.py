@@ -29,7 +29,7 @@ from .unused import UnusedFinder
 if TYPE_CHECKING:
     from ..session import Engine
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin, PrunePlugin
-    from .otel import OtelPlugin
+    from .otel_trace import OtelPlugin
     from .runs import TestRuns
 
 __all__ = ["PLUGIN_KEY", "RolloutPlugin"]
@@ -70,7 +70,7 @@ class RolloutPlugin:
         """Register one plugin object per feature that is turned on."""
         s, config = self.settings, self.config
         if s.otel_path is not None:
-            from .otel import OtelPlugin
+            from .otel_trace import OtelPlugin
 
             self.otel = OtelPlugin(config, s.otel_path, self.tally)
             config.pluginmanager.register(self.otel, OtelPlugin.name)

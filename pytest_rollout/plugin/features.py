@@ -11,11 +11,11 @@ from typing import Final
 import pytest
 
 from ..format.files import atomic_write
-from ..safety.audit import AuditTrailSink
-from ..safety.capture import Budget, capture_path, enforce_retention, usage
-from ..safety.receipt import receipt_path
-from ..session.golden import prune_empty_dirs
-from ..view.report import ReportItem, render_session_report
+from ..store.audit import AuditTrailSink
+from ..store.capture import Budget, capture_path, enforce_retention, usage
+from ..store.golden import prune_empty_dirs
+from ..store.receipt import receipt_path
+from ..view.session_report import ReportItem, render_session_report
 from .settings import Settings
 from .tally import Tally, is_worker
 from .unused import UnusedFinder

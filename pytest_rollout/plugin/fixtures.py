@@ -11,7 +11,7 @@ from .core import PLUGIN_KEY
 
 if TYPE_CHECKING:
     from ..session import RolloutSession
-    from ..session.golden import GoldenRef
+    from ..store.golden import GoldenRef
 
 __all__ = ["golden", "recorded_provider", "rollout"]
 
@@ -29,7 +29,7 @@ def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> GoldenRef:
     """This test's golden file, for ``assert rollout == golden``."""
-    from ..session.golden import GoldenRef
+    from ..store.golden import GoldenRef
 
     runs = request.config.stash[PLUGIN_KEY].runs
     return GoldenRef(str(runs.golden_for(request.node)))

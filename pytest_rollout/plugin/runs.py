@@ -27,28 +27,30 @@ from ..format.bulk import Parsed
 from ..format.files import WriteRoot
 from ..format.loader import Rollout, loads_reference, read_rollout_bytes
 from ..format.recorder import Recorder
-from ..safety.capture import capture_root, new_run_id
-from ..safety.receipt import ReceiptStatus, make_receipt, verify, write_receipt
 from ..safety.redact import RedactionMode, Redactor
 from ..safety.sanitize import sanitize
-from ..session import Engine, GoldenEditedError, GoldenMissingError, Mode, RolloutSession
-from ..session.golden import (
+from ..session import Engine, Mode, RolloutSession
+from ..session.tools import UnrecordedToolsError
+from ..store.capture import capture_root, new_run_id
+from ..store.golden import (
     SUFFIX,
+    GoldenEditedError,
+    GoldenMissingError,
     GoldenRef,
     golden_path,
     module_dir,
     recover_pair,
     write_golden_and_receipt,
 )
-from ..session.tools import UnrecordedToolsError
-from ..view.report import ReportItem
+from ..store.receipt import ReceiptStatus, make_receipt, verify, write_receipt
+from ..view.session_report import ReportItem
 from .paths import display, named_golden
 from .settings import HookSettings, MarkerOptions, Settings
 from .stash import CALL_REPORT_KEY, ENGINE_KEY, FAILURE_KEY, HOOKS_KEY, MARKER_KEY
 
 if TYPE_CHECKING:
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin
-    from .otel import OtelPlugin
+    from .otel_trace import OtelPlugin
     from .tally import Tally
 
 
@@ -329,7 +331,7 @@ class TestRuns:
             return
         recorder = engine.recorder
         redactor = recorder.redactor
-        assert redactor is not None
+        assert isinstance(redactor, Redactor)
         result = write_golden_and_receipt(
             self.settings.golden_dir,
             path,
@@ -360,7 +362,9 @@ class TestRuns:
                 run_data = data.decode("utf-8", errors="replace")
         redactor = engine.recorder.redactor
         return ReportItem(
-            test_id=item.nodeid if redactor is None else redactor.redact_test_id(item.nodeid),
+            test_id=redactor.redact_test_id(item.nodeid)
+            if isinstance(redactor, Redactor)
+            else item.nodeid,
             status=status,
             golden=str(golden),
             run=None if run is None else os.path.abspath(run),

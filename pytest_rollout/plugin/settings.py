@@ -18,13 +18,13 @@ import pytest
 
 from ..errors import RolloutError
 from ..session.mode import Mode
-from .options import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, REDACTION_MODES
+from .flags import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, REDACTION_MODES
 
 if TYPE_CHECKING:  # start-up: what only a rollout test needs is imported when it is used
-    from ..analysis.options import AnalyzerOptions
-    from ..safety.capture import CaptureLimits
+    from ..analysis.analyzer_options import AnalyzerOptions
     from ..safety.redact import RedactionMode, Rule
     from ..sdk.pricing import Price
+    from ..store.capture import CaptureLimits
 
 __all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rule"]
 
@@ -92,7 +92,7 @@ class Settings:
     def capture_limits(self) -> CaptureLimits:
         if self.given_capture_limits is not None:
             return self.given_capture_limits
-        from ..safety.capture import CaptureLimits
+        from ..store.capture import CaptureLimits
 
         return CaptureLimits()
 
@@ -108,7 +108,7 @@ class Settings:
     def analyzers(self) -> AnalyzerOptions:
         if self.given_analyzers is not None:
             return self.given_analyzers
-        from ..analysis.options import AnalyzerOptions
+        from ..analysis.analyzer_options import AnalyzerOptions
 
         return AnalyzerOptions()
 
@@ -216,7 +216,7 @@ def _capture(config: pytest.Config) -> tuple[Path | None, CaptureLimits | None]:
     ]
     if not any((text or "").strip() for text in (*where, *caps)):
         return None, None  # capture is off and nothing to check: not even loaded
-    from ..safety.capture import CaptureLimits, resolve_root
+    from ..store.capture import CaptureLimits, resolve_root
 
     try:
         root = resolve_root(os.environ, where[1], where[2], config.invocation_params.dir)
@@ -294,7 +294,7 @@ def _analyzer_options(config: pytest.Config) -> AnalyzerOptions | None:
     """The analyzers the ini keys turn on, and their settings (``None``: none is set)."""
     if not _analyzers_set(config):
         return None
-    from ..analysis.options import AnalyzerOptions, parse_analyzers
+    from ..analysis.analyzer_options import AnalyzerOptions, parse_analyzers
 
     try:
         options: dict[str, Any] = {
@@ -336,7 +336,7 @@ def _analyzers_set(config: pytest.Config) -> bool:
 
 
 def _context_windows(config: pytest.Config) -> Mapping[str, int]:
-    from ..analysis.options import CONTEXT_WINDOWS
+    from ..analysis.analyzer_options import CONTEXT_WINDOWS
 
     windows = dict(CONTEXT_WINDOWS)
     for line in config.getini("rollout_context_windows"):
@@ -382,7 +382,7 @@ class MarkerOptions:
     def from_item(cls, item: pytest.Item) -> MarkerOptions:
         """The closest ``rollout`` marker of ``item``; a bad value is a ``RolloutError``
         that fails this test only."""
-        from ..analysis.options import parse_analyzers
+        from ..analysis.analyzer_options import parse_analyzers
         from ..safety.redact import RedactionMode
 
         marker = item.get_closest_marker("rollout")

@@ -32,7 +32,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions, canonicalize
 from ..diff.drift import Verdict, drift_report
 from ..diff.failure import render_verdict
-from ..diff.report import Labels
+from ..diff.render import Labels
 from ..errors import RolloutError, RolloutFormatError
 from ..format.events import RUN_STARTED, Event
 from ..format.files import atomic_write

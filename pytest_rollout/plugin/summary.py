@@ -51,7 +51,7 @@ def write_summary(
 
 
 def _record_line(tally: Tally) -> str:
-    from ..session.golden import WriteResult  # start-up: only a record run needs it
+    from ..store.golden import WriteResult  # start-up: only a record run needs it
 
     counts = tally.counts
     created, updated = counts[WriteResult.CREATED.value], counts[WriteResult.UPDATED.value]

@@ -22,7 +22,7 @@ class UnusedFinder:
     def __call__(self, *, everything: bool = False) -> list[Path]:
         if not self.golden_dir.is_dir():
             return []
-        from ..session.golden import find_unused  # start-up: only a golden folder needs it
+        from ..store.golden import find_unused  # start-up: only a golden folder needs it
 
         if everything or self.full_selection():
             scopes = [self.golden_dir]

@@ -37,7 +37,7 @@ from ..format.events import (
 from ..format.jsonable import to_json_data
 from ..format.loader import Rollout, load
 from .history import TurnRequest, _as_is, new_messages, request_hash
-from .turns import Turn
+from .turn import Turn
 
 __all__ = ["RecordedCall", "RecordedProvider", "RecordedTurn", "Recording", "Replay"]
 

@@ -39,7 +39,7 @@ from typing import Any, Final
 from ..errors import RolloutError
 from ..format.events import DROP_DETECTED
 from ..replay.history import RequestHistory, TurnRequest
-from ..replay.turns import Turn
+from ..replay.turn import Turn
 from .failures import failed_data, failed_response
 from .flights import Entry, log_of
 from .port import TurnPort

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ..replay.history import RequestHistory, TurnRequest
 from ..replay.recorded import Recording
-from ..replay.turns import Turn
+from ..replay.turn import Turn
 from .pricing import Price
 
 __all__ = ["TurnPort"]

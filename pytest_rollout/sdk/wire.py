@@ -4,7 +4,7 @@ Three HTTP APIs are understood: OpenAI Chat Completions (``openai.chat``), OpenA
 (``openai.responses``) and Anthropic Messages (``anthropic.messages``). :func:`api_for`
 names the API a request goes to from its method and URL path; the :class:`Api` turns a
 request body into a :class:`WireRequest` (messages, tools, the other parameters) and a
-recorded response into a :class:`~pytest_rollout.replay.turns.Turn`.
+recorded response into a :class:`~pytest_rollout.replay.turn.Turn`.
 
 A response is recorded as a *raw dict*: ``{"status", "content_type"}`` plus ``"json"`` for
 a JSON body, ``"frames"`` (see :mod:`pytest_rollout.sdk.sse`) for an event stream, or ``"text"``

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..replay.turns import ToolCall, Turn
+from ..replay.turn import ToolCall, Turn
 from .wire_api import (
     Api,
     WireFormatError,

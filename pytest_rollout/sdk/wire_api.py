@@ -2,7 +2,7 @@
 
 An :class:`Api` turns a request body into a :class:`WireRequest` (messages, tools, the
 other parameters) and a recorded raw response (see :mod:`pytest_rollout.sdk.wire`) into a
-:class:`~pytest_rollout.replay.turns.Turn`, through readers that each provider module supplies
+:class:`~pytest_rollout.replay.turn.Turn`, through readers that each provider module supplies
 (:mod:`pytest_rollout.sdk.wire_openai`, :mod:`pytest_rollout.sdk.wire_anthropic`). Reading a
 response never raises: a body of an unexpected shape yields the turn that can be read from
 it (often an empty one), so that a test never fails because a provider added a field.
@@ -24,7 +24,7 @@ from typing import Any, Final
 import orjson
 
 from ..errors import RolloutError
-from ..replay.turns import ToolCall, Turn
+from ..replay.turn import ToolCall, Turn
 from .sse import parse_frames
 from .wire_body import BodyCache
 

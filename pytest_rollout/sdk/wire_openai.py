@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..replay.turns import ToolCall, Turn
+from ..replay.turn import ToolCall, Turn
 from .wire_api import (
     Api,
     WireFormatError,

@@ -1,7 +1,7 @@
-"""One test's run: the user-facing ``rollout`` object, the engine behind it, its golden.
+"""One test's run: the user-facing ``rollout`` object and the engine behind it.
 
 The names below are imported on first use, so that the light modules of this package
-(``mode``, ``golden``) can be imported without the engine and all it needs.
+(``mode``) can be imported without the engine and all it needs.
 """
 
 from __future__ import annotations
@@ -11,18 +11,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from .engine import Engine as Engine
-    from .golden import GoldenEditedError as GoldenEditedError
-    from .golden import GoldenMissingError as GoldenMissingError
-    from .golden import GoldenRef as GoldenRef
     from .mode import Mode as Mode
     from .mode import RunHandle as RunHandle
     from .rollout import RolloutSession as RolloutSession
 
 __all__ = [
     "Engine",
-    "GoldenEditedError",
-    "GoldenMissingError",
-    "GoldenRef",
     "Mode",
     "RolloutSession",
     "RunHandle",
@@ -30,9 +24,6 @@ __all__ = [
 
 _LAZY: Final = {
     "Engine": ".engine",
-    "GoldenEditedError": ".golden",
-    "GoldenMissingError": ".golden",
-    "GoldenRef": ".golden",
     "Mode": ".mode",
     "RolloutSession": ".rollout",
     "RunHandle": ".mode",

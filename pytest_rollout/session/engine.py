@@ -42,10 +42,10 @@ from ..format.recorder import Recorder
 from ..replay.history import RequestHistory, TurnRequest
 from ..replay.rebuild import RebuildHook
 from ..replay.recorded import Recording, Replay
-from ..replay.turns import Turn
+from ..replay.turn import Turn
 from ..sdk.pricing import PRICES, Price
+from ..store.golden import GoldenMissingError
 from .exceptions import causes, error_data
-from .golden import GoldenMissingError
 from .mode import Mode
 from .tool_calls import ToolCalls
 

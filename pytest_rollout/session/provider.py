@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..format.jsonable import to_json_data_or_placeholder as plain
 from ..replay.history import TurnRequest, new_messages
-from ..replay.turns import Turn, coerce_turn
+from ..replay.turn import Turn, coerce_turn
 
 if TYPE_CHECKING:
     from .engine import Engine

@@ -29,9 +29,9 @@ from ..replay.fork import ForkResult
 from ..replay.fork import fork as fork_run
 from ..replay.recorded import RecordedProvider
 from ..sdk import clients as sdk
+from ..store.golden import GoldenRef
 from .engine import Engine
 from .frameworks import ACCEPTED, wrap_tools
-from .golden import GoldenRef
 from .mode import Mode, RunHandle
 from .provider import ProviderProxy
 from .tools import UnrecordedToolsError, wrap_tool

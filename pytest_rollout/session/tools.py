@@ -36,7 +36,7 @@ from ..format.jsonable import (
     snapshot_tail,
     snapshot_value,
 )
-from ..replay.turns import ToolCall
+from ..replay.turn import ToolCall
 
 __all__ = [
     "AnnouncedCalls",

@@ -22,10 +22,10 @@ Several processes (pytest-xdist workers) may append to the same file at once; ap
 holds an exclusive ``flock`` (POSIX only).
 
 The trail is kept in a few modules, each re-exported here: the entry format and its hash
-(:mod:`~pytest_rollout.safety.audit_entry`), appending
-(:mod:`~pytest_rollout.safety.audit_append`), verification
-(:mod:`~pytest_rollout.safety.audit_verify`) and which tool calls are actions
-(:mod:`~pytest_rollout.safety.audit_actions`). This module holds the sink the plugin writes
+(:mod:`~pytest_rollout.store.audit_entry`), appending
+(:mod:`~pytest_rollout.store.audit_append`), verification
+(:mod:`~pytest_rollout.store.audit_verify`) and which tool calls are actions
+(:mod:`~pytest_rollout.store.audit_actions`). This module holds the sink the plugin writes
 through.
 """
 

@@ -23,7 +23,7 @@ __all__ = [
 
 #: The redaction modes, the default first (``safety.redact.RedactionMode``).
 REDACTION_MODES: Final = ("redacted", "hashed", "full", "none")
-#: The analyzers' names (``analysis.options.ANALYZERS``).
+#: The analyzers' names (``analysis.analyzer_options.ANALYZERS``).
 ANALYZERS: Final = (
     "cost_anomaly",
     "antipatterns",
@@ -32,10 +32,10 @@ ANALYZERS: Final = (
     "tool_decisions",
     "request_envelope",
 )
-#: The environment variable naming the capture directory (``safety.capture.ENV_VAR``).
+#: The environment variable naming the capture directory (``store.capture.ENV_VAR``).
 CAPTURE_DIR_VARIABLE: Final = "ROLLOUT_DIR"
 #: The environment variable of the request hashes' HMAC key
-#: (``analysis.options.HMAC_KEY_VARIABLE``).
+#: (``analysis.analyzer_options.HMAC_KEY_VARIABLE``).
 HMAC_KEY_VARIABLE: Final = "ROLLOUT_HMAC_KEY"
 
 #: (flag, keyword arguments of ``addoption``), in the order ``pytest --help`` shows them.

@@ -41,8 +41,8 @@ import orjson
 from ..errors import RolloutFileError
 from ..format.files import Unreadable, read_regular, sync_directory
 from ..format.loader import read_rollout_bytes
+from ..safety.sanitize import excerpt, sanitize
 from .pending import PendingFile
-from .sanitize import excerpt, sanitize
 
 __all__ = [
     "MAX_RECEIPT_BYTES",

@@ -2,7 +2,7 @@
 first entry that breaks it.
 
 Editing, deleting, inserting or moving an entry breaks the chain at that entry. This is tamper
-detection, not prevention: see :mod:`pytest_rollout.safety.audit` for what it cannot catch.
+detection, not prevention: see :mod:`pytest_rollout.store.audit` for what it cannot catch.
 """
 
 from __future__ import annotations

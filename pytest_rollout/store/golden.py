@@ -8,7 +8,7 @@ order), so re-recording an unchanged run leaves the file and its receipt byte-id
 
 A golden and its receipt are written as one unit (:func:`write_golden_and_receipt`). Both
 are first written whole as pending files beside their targets
-(:mod:`~pytest_rollout.safety.pending`); then the receipt is renamed into place, which is
+(:mod:`~pytest_rollout.store.pending`); then the receipt is renamed into place, which is
 the commit point, and the golden after it. A crash before the commit point leaves the old
 pair and stale pending files; a crash after it leaves the new receipt, the old golden and
 the new golden's pending file, whose bytes the new receipt vouches for. :func:`settle`,
@@ -42,8 +42,8 @@ from ..format.files import (
 )
 from ..format.loader import DEFAULT_LIMITS, Rollout, load, loads, read_rollout_bytes
 from ..safety.names import redact_test_id
-from ..safety.pending import Claim, PendingFile, claim_stale
-from ..safety.receipt import (
+from .pending import Claim, PendingFile, claim_stale
+from .receipt import (
     MAX_RECEIPT_BYTES,
     RECEIPT_SUFFIX,
     Receipt,

@@ -66,8 +66,8 @@ def import_otel(args: argparse.Namespace, out: TextIO) -> int:
     """Import one trace; print what was written, the other traces and the warnings."""
     from ..format.loader import read_rollout_bytes
     from ..otel.importer import import_otel as import_trace
-    from ..safety.receipt import make_receipt, write_receipt
     from ..safety.redact import RedactionMode, Redactor
+    from ..store.receipt import make_receipt, write_receipt
 
     target = Path(args.out)
     target.parent.mkdir(parents=True, exist_ok=True)
