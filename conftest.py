@@ -138,3 +138,11 @@ def _shared_helpers_unchanged() -> Iterator[None]:
                 del now[attribute]
     if leaks:
         pytest.fail(f"this test left {', '.join(leaks)} rebound: set it with monkeypatch")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that runs an inner pytest (the ``pytester`` fixture) ``slow``, so
+    that ``pytest -m "not slow"`` leaves them to the whole run (see docs/architecture.md)."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

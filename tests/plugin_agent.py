@@ -126,3 +126,28 @@ def goldens(pytester: pytest.Pytester, directory: str = "golden") -> list[str]:
     """The golden files under ``directory``, as sorted paths relative to it."""
     root = pytester.path / directory
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.jsonl"))
+
+
+#: pydantic-ai's ``run_sync`` keeps an event loop open for the thread, by design; in a user's
+#: suite it lives as long as the process, but pytester runs many sessions in this process,
+#: and its garbage collection would surface as a warning in some later test.
+CLOSE_LEFTOVER_LOOP: Final = """
+import asyncio
+import warnings
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def close_leftover_event_loop():
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
+"""

@@ -3,8 +3,10 @@ directly (no pytest run): the SDK, replay and analyzer tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from pytest_rollout import ToolCall, Turn
 from pytest_rollout.format.loader import Rollout
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.session import Mode, RolloutSession
@@ -23,3 +25,50 @@ def new_session(
     return RolloutSession(
         test_id=TEST_ID, mode=mode, golden_path=GOLDEN_PATH, golden=golden, **options
     )
+
+
+class Scripted:
+    """A provider answering from a script of turns (:func:`scripted_turns`: the third is
+    costly, the fourth calls an action)."""
+
+    model = "gpt-4o-mini"
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = list(turns)
+
+    def complete(self, messages: Any, tools: Any = None, **params: Any) -> Turn:
+        return self.turns.pop(0)
+
+
+def scripted_turns() -> list[Turn]:
+    usage = {"input_tokens": 1000, "output_tokens": 50}
+    lookup = ToolCall("c1", "lookup", {"city": "Paris"})
+    return [
+        Turn(None, [lookup], usage, 0.001, "gpt-4o-mini"),
+        Turn(None, [ToolCall("c2", "lookup", {"city": "Paris"})], usage, 0.001, "gpt-4o-mini"),
+        Turn(None, [ToolCall("c3", "lookup", {"city": "Paris"})], usage, 0.009, "gpt-4o-mini"),
+        Turn(None, [ToolCall("c4", "delete_file", {"path": "/tmp/x"})], usage, 0.001, None),
+        Turn("done", [], {"input_tokens": 110000, "output_tokens": 10}, 0.001, "gpt-4o-mini"),
+    ]
+
+
+TOOLS_SCHEMA = [{"type": "function", "function": {"name": "lookup"}}, {"name": "delete_file"}]
+
+
+def scripted_agent(session: RolloutSession, live: Any = None) -> str:
+    llm = session.provider(live)
+    tools = session.tools(
+        {"lookup": lambda city: {"city": city, "sky": "sunny"}, "delete_file": lambda path: None}
+    )
+    messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+    with session.run(prompt="Weather in Paris?") as run:
+        while True:
+            turn = llm.complete(messages, TOOLS_SCHEMA)
+            if not turn.tool_calls:
+                run.output = turn.content
+                break
+            for call in turn.tool_calls:
+                result = tools[call.name](**call.arguments)
+                messages.append({"role": "tool", "content": str(result)})
+    session.close()
+    return str(run.output)

@@ -24,7 +24,7 @@ from pytest_rollout.format.events import (
 from pytest_rollout.format.loader import loads
 from pytest_rollout.format.recorder import Recorder
 
-HERE: Final = Path(__file__).parent
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 
 CONFTEST: Final = """
 import os

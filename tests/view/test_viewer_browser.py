@@ -31,6 +31,8 @@ from pytest_rollout.view.entries import diff_entry, run_entry
 from pytest_rollout.view.page import render_page
 from pytest_rollout.view.server import ViewServer
 
+pytestmark = pytest.mark.slow  # a browser
+
 CHROMIUM = "/usr/bin/chromium"
 if shutil.which(CHROMIUM) is None:
     pytest.skip(f"the browser tests need Chromium at {CHROMIUM}", allow_module_level=True)

@@ -17,7 +17,7 @@ from plugin_agent import IN_PROCESS, failure_sections
 
 from pytest_rollout.cli import main
 
-HERE: Final = Path(__file__).parent
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 
 #: A Responses API agent whose model a variable picks, as a user's config would. It is set
 #: with monkeypatch, for the test only: ``sdk_agents`` may be the module this process has

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from sessions import new_session
+from sessions import Scripted, new_session, scripted_agent, scripted_turns
 
 from pytest_rollout import AnalyzerOptions, RolloutError, ToolCall, Turn
 from pytest_rollout.analysis.analyzers import parse_analyzers
@@ -20,52 +20,6 @@ from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import Rollout
 from pytest_rollout.session import Mode, RolloutSession
 from pytest_rollout.store.audit import AuditTrailSink, verify_audit
-
-
-class Scripted:
-    """A provider answering from a script of turns; the third is costly."""
-
-    model = "gpt-4o-mini"
-
-    def __init__(self, turns: Sequence[Turn]) -> None:
-        self.turns = list(turns)
-
-    def complete(self, messages: Any, tools: Any = None, **params: Any) -> Turn:
-        return self.turns.pop(0)
-
-
-def _turns() -> list[Turn]:
-    usage = {"input_tokens": 1000, "output_tokens": 50}
-    lookup = ToolCall("c1", "lookup", {"city": "Paris"})
-    return [
-        Turn(None, [lookup], usage, 0.001, "gpt-4o-mini"),
-        Turn(None, [ToolCall("c2", "lookup", {"city": "Paris"})], usage, 0.001, "gpt-4o-mini"),
-        Turn(None, [ToolCall("c3", "lookup", {"city": "Paris"})], usage, 0.009, "gpt-4o-mini"),
-        Turn(None, [ToolCall("c4", "delete_file", {"path": "/tmp/x"})], usage, 0.001, None),
-        Turn("done", [], {"input_tokens": 110000, "output_tokens": 10}, 0.001, "gpt-4o-mini"),
-    ]
-
-
-TOOLS_SCHEMA = [{"type": "function", "function": {"name": "lookup"}}, {"name": "delete_file"}]
-
-
-def _agent(session: RolloutSession, live: Any = None) -> str:
-    llm = session.provider(live)
-    tools = session.tools(
-        {"lookup": lambda city: {"city": city, "sky": "sunny"}, "delete_file": lambda path: None}
-    )
-    messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-    with session.run(prompt="Weather in Paris?") as run:
-        while True:
-            turn = llm.complete(messages, TOOLS_SCHEMA)
-            if not turn.tool_calls:
-                run.output = turn.content
-                break
-            for call in turn.tool_calls:
-                result = tools[call.name](**call.arguments)
-                messages.append({"role": "tool", "content": str(result)})
-    session.close()
-    return str(run.output)
 
 
 def _session(
@@ -86,7 +40,7 @@ def _types(events: Sequence[Event]) -> list[str]:
 
 def test_analyzer_events_are_part_of_the_run_where_they_belong() -> None:
     session = _session(Mode.RECORD, options=ALL)
-    assert _agent(session, Scripted(_turns())) == "done"
+    assert scripted_agent(session, Scripted(scripted_turns())) == "done"
     events = session.recorder.rollout().events
     types = _types(events)
     # the third identical lookup is the anti-pattern, right after its call started
@@ -114,18 +68,18 @@ def test_analyzer_events_are_part_of_the_run_where_they_belong() -> None:
 
 def test_a_golden_recorded_with_analyzers_replays_unchanged() -> None:
     session = _session(Mode.RECORD, options=ALL)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     golden = session.recorder.rollout()
     replay = _session(Mode.DRY, golden, options=ALL)
-    assert _agent(replay) == "done"
+    assert scripted_agent(replay) == "done"
     assert replay.verdict().matched, replay.verdict().divergences
 
 
 def test_a_golden_recorded_without_analyzers_differs_from_a_run_with_them() -> None:
     session = _session(Mode.RECORD)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     replay = _session(Mode.DRY, session.recorder.rollout(), options=ALL)
-    _agent(replay)
+    scripted_agent(replay)
     assert not replay.verdict().matched
 
 
@@ -168,7 +122,7 @@ def test_error_context_comes_right_before_run_failed_with_the_cause_chain() -> N
 def test_rollout_analyze_turns_analyzers_on_before_the_run() -> None:
     session = _session(Mode.RECORD)
     session.analyze("antipatterns", antipattern_threshold=2)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     [found] = [e for e in session.recorder.rollout().events if e.type == "tool.antipattern"]
     assert found.step == 2
     with pytest.raises(RolloutError, match="before the run starts"):
@@ -185,7 +139,7 @@ def test_rollout_analyze_refuses_unknown_names_and_options() -> None:
 
 def test_assertion_helpers_read_the_finished_run() -> None:
     session = _session(Mode.RECORD)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     assert session.steps == 5
     assert session.cost_usd == pytest.approx(0.013)
     calls = session.tool_calls
@@ -200,7 +154,7 @@ def test_assertion_helpers_read_the_finished_run() -> None:
 
 def test_assert_no_antipatterns_says_which_call_repeated_where() -> None:
     session = _session(Mode.RECORD)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     with pytest.raises(AssertionError) as raised:
         session.assert_no_antipatterns()
     assert str(raised.value) == (
@@ -211,7 +165,7 @@ def test_assert_no_antipatterns_says_which_call_repeated_where() -> None:
 
 def test_assert_cost_below_names_the_most_expensive_step() -> None:
     session = _session(Mode.RECORD)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     session.assert_cost_below(0.02)
     with pytest.raises(AssertionError) as raised:
         session.assert_cost_below(0.01)
@@ -232,7 +186,7 @@ def test_the_audit_trail_holds_runs_and_state_modifying_calls(tmp_path: Path) ->
     problems: list[str] = []
     sink = AuditTrailSink(tmp_path, on_error=problems.append)
     session = _session(Mode.RECORD, audit=sink)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     [day] = list(tmp_path.iterdir())
     trail = day / "audit.jsonl"
     check = verify_audit(trail)
@@ -251,7 +205,7 @@ def test_the_audit_trail_holds_runs_and_state_modifying_calls(tmp_path: Path) ->
     assert problems == []
 
     replay = _session(Mode.DRY, session.recorder.rollout(), audit=sink)
-    _agent(replay)
+    scripted_agent(replay)
     assert replay.verdict().matched
     entries = [orjson.loads(line) for line in trail.read_bytes().splitlines()]
     assert entries[4]["payload"]["live"] is False  # replayed, not run
@@ -262,11 +216,11 @@ def test_a_broken_audit_trail_never_fails_the_test(tmp_path: Path) -> None:
     problems: list[str] = []
     sink = AuditTrailSink(tmp_path, on_error=problems.append)
     session = _session(Mode.RECORD, audit=sink)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     [day] = list(tmp_path.iterdir())
     (day / "audit.jsonl").write_bytes(b"not an entry\n")
     again = _session(Mode.RECORD, audit=sink)
-    assert _agent(again, Scripted(_turns())) == "done"
+    assert scripted_agent(again, Scripted(scripted_turns())) == "done"
     assert len(problems) == 1
     assert problems[0].startswith("audit trail: entry not written: ")
 
@@ -274,10 +228,10 @@ def test_a_broken_audit_trail_never_fails_the_test(tmp_path: Path) -> None:
 def test_an_hmac_key_on_one_machine_only_does_not_decide_the_match() -> None:
     envelope = AnalyzerOptions(enabled=frozenset({"request_envelope"}))
     session = _session(Mode.RECORD, options=envelope)
-    _agent(session, Scripted(_turns()))
+    scripted_agent(session, Scripted(scripted_turns()))
     keyed = AnalyzerOptions(enabled=frozenset({"request_envelope"}), hmac_key=b"ci-secret")
     replay = _session(Mode.DRY, session.recorder.rollout(), options=keyed)
-    _agent(replay)
+    scripted_agent(replay)
     algorithms = {e.data["algorithm"] for e in replay.events() if e.type == "llm.request.snapshot"}
     assert algorithms == {"hmac-sha256"}
     assert replay.verdict().matched

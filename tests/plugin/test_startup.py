@@ -20,6 +20,8 @@ from pytest_rollout.plugin import flags
 from pytest_rollout.safety.redact import RedactionMode
 from pytest_rollout.store.capture import ENV_VAR
 
+pytestmark = pytest.mark.slow  # pytest in processes of its own
+
 PROBE = """
 import sys
 import pytest

@@ -32,7 +32,7 @@ from pytest_rollout.plugin.otel_trace import OtelPlugin
 from pytest_rollout.plugin.tally import Tally
 from pytest_rollout.safety.redact import Redactor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = sorted(
     [*ROOT.glob("golden/**/*.jsonl"), *ROOT.glob("examples/weather/golden/**/*.jsonl")]
 )

@@ -18,7 +18,7 @@ from hostile import EVIL, assert_printable
 from pytest_rollout.cli import main
 from pytest_rollout.format.recorder import Recorder
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # 2026-06-28T12:34:56Z
 T0 = 1_782_650_096_000_000_000
 Line = tuple[str, dict[str, Any]]

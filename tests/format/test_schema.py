@@ -11,7 +11,7 @@ import pytest
 from pytest_rollout import RolloutFormatError, load, loads
 from pytest_rollout.format.schema import SCHEMA, schema_problem
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TS = "2026-06-28T12:34:56.000000Z"
 
 

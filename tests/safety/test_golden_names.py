@@ -22,7 +22,7 @@ from pytest_rollout.safety.redact import RedactionMode, Redactor
 from pytest_rollout.store.golden import golden_path, module_dir, write_golden_and_receipt
 from pytest_rollout.store.receipt import receipt_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "_-"
 

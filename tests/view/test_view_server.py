@@ -16,7 +16,9 @@ from pytest_rollout.view.entries import run_entry
 from pytest_rollout.view.page import content_security_policy, page_data
 from pytest_rollout.view.server import DATA_PATH, REQUEST_TIMEOUT, TOKEN_HEADER, ViewServer
 
-GOLDEN = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"
+pytestmark = pytest.mark.slow  # a server on loopback
+
+GOLDEN = Path(__file__).resolve().parents[2] / "examples" / "weather" / "golden"
 
 
 @pytest.fixture

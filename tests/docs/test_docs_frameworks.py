@@ -14,13 +14,14 @@ from typing import Final
 
 import orjson
 import pytest
-from plugin_agent import IN_PROCESS
-from test_plugin_sdk import CLOSE_LEFTOVER_LOOP
+from plugin_agent import CLOSE_LEFTOVER_LOOP, IN_PROCESS
 
 from pytest_rollout.cli import main as rollout_main
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-HERE: Final = Path(__file__).parent
+pytestmark = pytest.mark.slow  # real agent frameworks, inner pytest runs
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 PAGE: Final = ROOT / "docs" / "frameworks.md"
 
 _BLOCK: Final = re.compile(r"```python\n# (test_\w+\.py)\n(.*?)```", re.DOTALL)

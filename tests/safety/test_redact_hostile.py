@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from pytest_rollout.safety.redact import RedactionMode, Redactor
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Each unit is repeated to 50 KB; the script redacts every input and scans its bytes (as
 #: a JSON line and as raw text). At that size a pattern that backtracks quadratically takes

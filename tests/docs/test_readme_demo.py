@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 from typing import Final
 
+import pytest
 from plugin_agent import UNUSED_PLUGINS
 
-ROOT: Final = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # the demo in a process of its own
+
+ROOT: Final = Path(__file__).resolve().parents[2]
 
 SETUP_COMMANDS: Final = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/python examples/demo.py",

@@ -15,13 +15,13 @@ import orjson
 import pydantic_ai.models.anthropic
 import pydantic_ai.models.openai  # noqa: F401
 import pytest
-from plugin_agent import IN_PROCESS, failure_sections, goldens
+from plugin_agent import CLOSE_LEFTOVER_LOOP, IN_PROCESS, failure_sections, goldens
 
 # The inner runs are in-process, and pytester forgets the modules each one imported; pydantic
 # does not survive being imported twice into one process, so pydantic-ai is imported above,
 # once, for all of them.
 
-HERE: Final = Path(__file__).parent
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 
 #: The test a user writes around an SDK agent; only the client line changes per SDK.
 SDK_TEST: Final = """
@@ -77,30 +77,6 @@ def test_agent(rollout, golden):
         run.output = agent.run_sync(PROMPT).output
     assert run.output == "Sunny in Paris, 21 degrees."
     assert rollout == golden
-"""
-
-#: pydantic-ai's ``run_sync`` keeps an event loop open for the thread, by design; in a user's
-#: suite it lives as long as the process, but pytester runs many sessions in this process,
-#: and its garbage collection would surface as a warning in some later test.
-CLOSE_LEFTOVER_LOOP: Final = """
-import asyncio
-import warnings
-
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def close_leftover_event_loop():
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            return
-    if not loop.is_running():
-        loop.close()
-        asyncio.set_event_loop(None)
 """
 
 OPENAI_BASE: Final = "http://fake.test/v1"

@@ -20,6 +20,8 @@ from pytest_rollout.diff.integrity import check
 from pytest_rollout.format.loader import Rollout, load
 from pytest_rollout.otel import Span, import_spans, write_rollout
 
+pytestmark = pytest.mark.slow  # real agent frameworks and their instrumentations
+
 AGENTS_PIP = "pip install openai-agents openinference-instrumentation-openai-agents"
 OPENAI_V2_PIP = "pip install opentelemetry-instrumentation-openai-v2 httpx"
 PARALLEL = [Call("get_weather", {"city": "Paris"}), Call("get_weather", {"city": "Oslo"})]

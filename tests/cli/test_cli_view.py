@@ -15,7 +15,7 @@ from command import python_m
 
 from pytest_rollout.cli import main
 
-WEATHER = Path(__file__).resolve().parent.parent / "examples" / "weather" / "golden"
+WEATHER = Path(__file__).resolve().parents[2] / "examples" / "weather" / "golden"
 _DATA = re.compile(r'<script type="application/json" id="rollout-data">(.*?)</script>', re.S)
 
 

@@ -18,7 +18,7 @@ from pytest_rollout.plugin.snapshot import RolloutSnapshotExtension, serialize_e
 from pytest_rollout.session import Mode, RolloutSession
 
 GOLDEN = (
-    Path(__file__).resolve().parent.parent
+    Path(__file__).resolve().parents[2]
     / "examples/weather/golden/test_weather_agent/test_weather_question[paris].jsonl"
 )
 

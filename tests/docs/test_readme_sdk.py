@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 from typing import Final
 
-import pydantic_ai.models.openai  # noqa: F401  (see test_plugin_sdk.py: imported once)
+import pydantic_ai.models.openai  # noqa: F401  (see plugin/test_plugin_sdk.py: imported once)
 import pytest
-from plugin_agent import IN_PROCESS
-from test_plugin_sdk import CLOSE_LEFTOVER_LOOP
+from plugin_agent import CLOSE_LEFTOVER_LOOP, IN_PROCESS
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-HERE: Final = Path(__file__).parent
+pytestmark = pytest.mark.slow  # inner pytest runs of the documented tests
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 
 _BLOCK: Final = re.compile(r"```python\n# (test_\w+\.py)\n(.*?)```", re.DOTALL)
 

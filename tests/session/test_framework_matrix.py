@@ -28,7 +28,9 @@ import pytest
 from framework_agents import SHARED, STACKS, USER_TESTS
 from plugin_agent import IN_PROCESS, failure_sections
 
-HERE: Final = Path(__file__).parent
+pytestmark = pytest.mark.slow  # real agent frameworks
+
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 TESTS: Final = "test_stack.py"
 UNCHANGED: Final = ("test_parallel", "test_typed_results", "test_tool_error")
 BREAKS: Final = {

@@ -24,10 +24,17 @@ from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.view.entries import diff_entry, run_entry
 from pytest_rollout.view.page import content_security_policy, page_data, render_page
 
-ROOT = Path(__file__).resolve().parent.parent
-LYON = ROOT / "golden" / "tests" / "test_example_agent" / "test_weather_agent[lyon].jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+LYON = (
+    ROOT / "golden" / "tests" / "examples" / "test_example_agent" / "test_weather_agent[lyon].jsonl"
+)
 PARIS = (
-    ROOT / "golden" / "tests" / "test_example_agent" / "test_weather_agent[paris-fahrenheit].jsonl"
+    ROOT
+    / "golden"
+    / "tests"
+    / "examples"
+    / "test_example_agent"
+    / "test_weather_agent[paris-fahrenheit].jsonl"
 )
 EXAMPLE_GOLDENS = sorted((ROOT / "examples" / "weather" / "golden").rglob("*.jsonl"))
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pytest_rollout import Event, load, loads
 from pytest_rollout.diff.integrity import IntegrityReport, Mismatch, check
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = sorted(
     [*ROOT.glob("examples/weather/golden/**/*.jsonl"), *ROOT.glob("golden/**/*.jsonl")]
 )

@@ -218,6 +218,7 @@ def check_settled(path: Path, old: tuple[bytes | None, bytes | None]) -> None:
     assert leftovers(path.parent) == []
 
 
+@pytest.mark.slow  # writers in processes of their own, killed
 @pytest.mark.parametrize("first", [True, False], ids=["first write", "rewrite"])
 def test_a_write_killed_at_any_point_leaves_one_whole_pair(tmp_path: Path, first: bool) -> None:
     points = crash_points(tmp_path)

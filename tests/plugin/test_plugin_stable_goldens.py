@@ -22,7 +22,7 @@ import pytest_rollout
 # pytester forgets what each in-process run imported: the SDKs are imported here, once.
 assert anthropic
 
-HERE: Final = Path(__file__).parent
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 FRESH_IDS_AGENT: Final = (HERE / "data" / "fresh_ids_agent.py.txt").read_text(encoding="utf-8")
 
 #: Three tests of an agent whose model names its tool calls with a new uuid every time.

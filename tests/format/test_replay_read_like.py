@@ -3,9 +3,8 @@ their time share the golden's data, and its verdict is the one two separate load
 
 from __future__ import annotations
 
-from sessions import new_session
+from sessions import Scripted, new_session, scripted_agent, scripted_turns
 from test_loader_pair import EVENTS, START, recorded
-from test_session_analyzers import Scripted, _agent, _turns
 
 from pytest_rollout.diff.drift import drift_report
 from pytest_rollout.format.loader import loads, loads_reference
@@ -33,10 +32,10 @@ def test_a_golden_read_line_by_line_keeps_no_lines() -> None:
 
 def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> None:
     recording = new_session(Mode.RECORD)
-    _agent(recording, Scripted(_turns()))
+    scripted_agent(recording, Scripted(scripted_turns()))
     golden, lines = loads_reference(recording.recorder.getvalue(), path="golden.jsonl")
     replay = new_session(Mode.DRY, golden, golden_lines=lines)
-    _agent(replay)
+    scripted_agent(replay)
     run = replay.engine.events(like_golden=True)
     plain = replay.recorder.rollout().events  # read on its own
     assert run == plain

@@ -24,7 +24,7 @@ from sessions import new_session
 from pytest_rollout.sdk.exchange import UnrecordedRequestError
 from pytest_rollout.session import Mode, RolloutSession
 
-HERE: Final = Path(__file__).parent
+HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 
 #: A user's test around an SDK agent, the SDK client built by hand on ``rollout.http_client``
 #: (so the SDK's own default ``max_retries`` applies). The system prompt changes with
