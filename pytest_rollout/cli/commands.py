@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
-from ..diff.drift import drift_report
+from ..diff.drift import Verdict, drift_report
 from ..diff.integrity import IntegrityReport
 from ..diff.integrity import check as check_integrity
-from ..diff.render import Labels, render_divergence, render_header, render_score
+from ..diff.report import CLI_LABELS, render_verdict
 from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
 from ..format.gcpause import collector_paused
 from ..format.loader import Rollout, load, loads, read_rollout_bytes
 from ..format.pair import load_pair
 from ..replay.fork import fork as fork_run
-from ..safety.sanitize import excerpt, sanitize, terminal_json
+from ..safety.sanitize import sanitize, terminal_json
 from ..store.audit import AuditCheck, AuditError, verify_audit
 from ..store.receipt import (
     Receipt,
@@ -210,13 +210,8 @@ def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextI
         data = {"a": run_a.path, "b": run_b.path, **report.to_json_obj()}
         out.write(terminal_json(data) + "\n")
         return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
-    labels = Labels()
-    lines = render_header(report.a_summary, report.b_summary, comparison, labels)
-    lines.append(f"Winner: {render_score(report.score, labels)}")
-    if not comparison.identical:
-        lines.append("")
-        lines.extend(render_divergence(comparison, labels))
-        lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in report.likely_causes)
+    verdict = Verdict(golden_path=run_a.path, run_path=run_b.path, report=report)
+    lines = render_verdict(verdict, labels=CLI_LABELS, files=True)
     out.write("\n".join(lines) + "\n")
     return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
 

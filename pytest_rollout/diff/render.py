@@ -34,8 +34,6 @@ __all__ = [
     "format_cost",
     "render_changes",
     "render_divergence",
-    "render_header",
-    "render_score",
     "run_steps",
     "step_counts",
     "step_span",
@@ -44,10 +42,17 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Labels:
-    """How the two runs are named in a report."""
+    """How the two runs are named in a report. ``owned``: run ``a`` is ``b``'s own
+    reference (a test's golden), so ``b`` leaves *its* golden."""
 
     a: str = "A"
     b: str = "B"
+    owned: bool = False
+
+    @property
+    def reference(self) -> str:
+        """Run ``a`` as the headline names it: ``its golden``, or ``A``."""
+        return f"its {self.a}" if self.owned else self.a
 
 
 def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
@@ -170,20 +175,6 @@ _DESCRIBERS: Final[Mapping[str, Callable[[Mapping[str, Any], int], str]]] = {
 }
 
 
-def render_header(
-    a: RunSummary, b: RunSummary, comparison: Comparison, labels: Labels
-) -> list[str]:
-    """The summary lines: the steps of each run and its cost, then the step counts.
-
-    Both count the same steps, step 0 (the run's start) included, and say which.
-    """
-    return [
-        f"Run {labels.a}: {run_steps(a)}, {format_cost(a.cost_usd)}",
-        f"Run {labels.b}: {run_steps(b)}, {format_cost(b.cost_usd)}",
-        step_counts(comparison, labels),
-    ]
-
-
 def step_counts(comparison: Comparison, labels: Labels) -> str:
     """``Steps 0-3: 2 identical, 1 diverged, ...``: every step of either run, counted once."""
     return (
@@ -240,18 +231,6 @@ def _split_by_winner(score: Score) -> tuple[list[Criterion], list[Criterion]]:
 
 def _other(score: Score, labels: Labels) -> str:
     return labels.a if score.winner == "b" else labels.b
-
-
-def render_score(score: Score, labels: Labels) -> str:
-    """``A (4-1 — outcome: B failed where A completed; errors: A 0 vs B 1; B takes steps: ...)``."""
-    names = {"a": labels.a, "b": labels.b, "tie": "Tie"}
-    won, lost = _split_by_winner(score)
-    reasons = [_reason(c, labels) for c in won]
-    reasons += [f"{_other(score, labels)} takes {_reason(c, labels)}" for c in lost]
-    high, low = sorted((score.a_points, score.b_points), reverse=True)
-    return (
-        f"{names[score.winner]} ({high}-{low} — {'; '.join(reasons) or 'nothing separates them'})"
-    )
 
 
 def render_changes(changes: tuple[FieldChange, ...], limit: int = 8) -> list[str]:

@@ -20,8 +20,8 @@ import pytest
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
 from ..diff.divergence import caused_by_divergence
-from ..diff.failure import render_headline, render_verdict
 from ..diff.integrity import unrecorded_calls, unrecorded_text
+from ..diff.report import render_headline, render_verdict
 from ..errors import RolloutError, RolloutWarning
 from ..format.bulk import Parsed
 from ..format.files import WriteRoot

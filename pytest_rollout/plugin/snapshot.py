@@ -31,8 +31,8 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions, canonicalize
 from ..diff.drift import Verdict, drift_report
-from ..diff.failure import render_verdict
 from ..diff.render import Labels
+from ..diff.report import render_verdict
 from ..errors import RolloutError, RolloutFormatError
 from ..format.events import RUN_STARTED, Event
 from ..format.files import atomic_write
@@ -52,7 +52,7 @@ SNAPSHOT_TS: Final = "1970-01-01T00:00:00Z"
 _TS: Final = SNAPSHOT_TS.encode()
 #: How every snapshot file begins: how a comparison tells this extension's data apart.
 _SIGNATURE: Final = b'{"ts":"%s","seq":0,"type":"run.started",' % _TS
-LABELS: Final = Labels(a="snapshot", b="this run")
+LABELS: Final = Labels(a="snapshot", b="this run", owned=True)
 _UPDATE: Final = "pytest --snapshot-update"
 _FORK: Final = "Fork the conversation from the last good step"
 

@@ -19,7 +19,7 @@ import orjson
 
 from ..diff.compare import Comparison, FieldChange, FirstDivergence, is_missing
 from ..diff.drift import DriftReport, Verdict, drift_report
-from ..diff.failure import render_verdict, score_sentence
+from ..diff.report import render_verdict, score_sentence
 from ..diff.score import RunSummary, summarize
 from ..diff.timeline import cut_short_line, event_detail
 from ..errors import RolloutError
@@ -292,7 +292,7 @@ def diff_entry(
     "detail"}`` or ``None``), ``score`` (the score sentence) and ``fork`` (``{"step", "text",
     "command"}`` or ``None``); those are ``None`` when a file was refused. ``report`` holds
     ``report_lines`` when given (the plugin's failure report), else the report
-    :func:`~pytest_rollout.diff.failure.render_verdict` makes (golden as "golden", the run as
+    :func:`~pytest_rollout.diff.report.render_verdict` makes (golden as "golden", the run as
     "this run"). Never raises for a bad, missing or special file.
     """
     golden_rollout, golden_notice = _load(golden_path, golden)

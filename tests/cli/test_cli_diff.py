@@ -105,43 +105,50 @@ def regressed(tmp_path: Path) -> Path:
     return write_trip(tmp_path / "run.jsonl", "Paris", fail=True)
 
 
-WINNER_LINE = (
-    "Winner: A (5-0 — outcome: B failed where A completed; errors: A 0 vs B 1; "
-    "cost: A $0.0325 vs B $0.04)"
+SCORE_LINES = (
+    "Score: A wins 5-0: outcome (B failed where A completed), errors (A 0 vs B 1), "
+    "cost (A $0.0325 vs B\n    $0.04)\n"
 )
+#: The report of a regression, A and B being the golden's and the run's paths.
 EXPECTED_REGRESSION = (
     """\
-Run A: steps 0-2, $0.0325
-Run B: steps 0-2, $0.04
-Steps 0-2: 1 identical, 2 diverged, 0 only in A, 0 only in B
-"""
-    + WINNER_LINE
-    + """
-
+B left A at step 1: tool_call_mismatch (attributed to the agent)
+A: {a}
+B: {b}
+Divergence: first difference in data.tool_calls[0].arguments.city
 First divergence at step 1 (diverged)
   A did:
     llm.turn.started  1 new message, last user: "Weather in the capital?"
   > llm.turn.completed  -> weather(city="Rome")
     tool.call.started  weather(city="Rome")
-    tool.call.completed  weather -> {"temp":21}
-    usage.delta  {"cumulative_cost_usd":0.0125}
+    tool.call.completed  weather -> {{"temp":21}}
+    usage.delta  {{"cumulative_cost_usd":0.0125}}
   B did:
     llm.turn.started  1 new message, last user: "Weather in the capital?"
   > llm.turn.completed  -> weather(city="Paris")
     tool.call.started  weather(city="Paris")
-    tool.call.completed  weather -> {"temp":21}
-    usage.delta  {"cumulative_cost_usd":0.0125}
+    tool.call.completed  weather -> {{"temp":21}}
+    usage.delta  {{"cumulative_cost_usd":0.0125}}
   Difference (event 2 of the step):
     data.tool_calls[0].arguments.city: "Rome" -> "Paris"
   After it: 1 more step differs (1 diverged)
+Steps 0-2: 1 identical, 2 diverged, 0 only in A, 0 only in B
+"""
+    + SCORE_LINES
+    + """\
+Cost: A $0.0325, B $0.04 (+$0.0075)
+Fork the conversation from the last good step (0):
+  rollout fork {a} --step 0
 """
 )
 
 EXPECTED_IDENTICAL = """\
-Run A: steps 0-2, $0.0325
-Run B: steps 0-2, $0.0325
+B matches A
+A: {a}
+B: {b}
 Steps 0-2: 3 identical, 0 diverged, 0 only in A, 0 only in B
-Winner: Tie (0-0 — nothing separates them)
+Score: tie 0-0
+Cost: A $0.0325, B $0.0325 (+$0.00)
 """
 
 
@@ -154,28 +161,32 @@ def test_the_recorded_file_is_pinned(golden: Path) -> None:
 
 
 def test_diff_of_a_regression(golden: Path, regressed: Path) -> None:
-    assert diff(golden, regressed) == (1, EXPECTED_REGRESSION)
+    assert diff(golden, regressed) == (1, EXPECTED_REGRESSION.format(a=golden, b=regressed))
 
 
 def test_diff_of_identical_runs(golden: Path, tmp_path: Path) -> None:
-    assert diff(golden, golden) == (0, EXPECTED_IDENTICAL)
+    assert diff(golden, golden) == (0, EXPECTED_IDENTICAL.format(a=golden, b=golden))
     # A re-record at another time with another run id is still identical.
     other = tmp_path / "again.jsonl"
     other.write_bytes(
         golden.read_bytes().replace(b"2026-06-28T12:34", b"2027-01-01T00:00").replace(b"r1", b"r9")
     )
-    assert diff(golden, other) == (0, EXPECTED_IDENTICAL)
+    assert diff(golden, other) == (0, EXPECTED_IDENTICAL.format(a=golden, b=other))
 
 
 def test_diff_the_other_way_round(golden: Path, regressed: Path) -> None:
     code, out = diff(regressed, golden)
     assert code == 1
-    assert out.splitlines()[:4] == [
-        "Run A: steps 0-2, $0.04",
-        "Run B: steps 0-2, $0.0325",
+    assert out.splitlines()[:3] == [
+        "B left A at step 1: tool_call_mismatch (attributed to the agent)",
+        f"A: {regressed}",
+        f"B: {golden}",
+    ]
+    assert out.splitlines()[-6:-3] == [
         "Steps 0-2: 1 identical, 2 diverged, 0 only in A, 0 only in B",
-        "Winner: B (5-0 — outcome: A failed where B completed; errors: A 1 vs B 0; "
-        "cost: A $0.04 vs B $0.0325)",
+        "Score: B wins 5-0: outcome (A failed where B completed), errors (A 1 vs B 0), "
+        "cost (A $0.04 vs B",
+        "    $0.0325)",
     ]
     assert '    data.tool_calls[0].arguments.city: "Paris" -> "Rome"' in out.splitlines()
 
@@ -197,11 +208,10 @@ def test_diff_when_only_content_differs(tmp_path: Path) -> None:
     )
     assert diff(a, b) == (
         1,
-        "Run A: steps 0-1, $0.001\n"
-        "Run B: steps 0-1, $0.003\n"
-        "Steps 0-1: 1 identical, 1 diverged, 0 only in A, 0 only in B\n"
-        "Winner: A (1-0 — cost: A $0.001 vs B $0.003)\n"
-        "\n"
+        "B left A at step 1: response_mismatch (attributed to the agent)\n"
+        f"A: {a}\n"
+        f"B: {b}\n"
+        "Divergence: first difference in data.content\n"
         "First divergence at step 1 (diverged)\n"
         "  A did:\n"
         "    llm.turn.started  0 new messages\n"
@@ -212,7 +222,12 @@ def test_diff_when_only_content_differs(tmp_path: Path) -> None:
         '  > llm.turn.completed  "Hi!"\n'
         '    run.completed  outcome="completed"\n'
         "  Difference (event 2 of the step):\n"
-        '    data.content: "Hello there!" -> "Hi!"\n',
+        '    data.content: "Hello there!" -> "Hi!"\n'
+        "Steps 0-1: 1 identical, 1 diverged, 0 only in A, 0 only in B\n"
+        "Score: A wins 1-0: cost (A $0.001 vs B $0.003)\n"
+        "Cost: A $0.001, B $0.003 (+$0.002)\n"
+        "Fork the conversation from the last good step (0):\n"
+        f"  rollout fork {a} --step 0\n",
     )
 
 
@@ -233,14 +248,16 @@ def test_diff_with_an_extra_step(tmp_path: Path) -> None:
     code, out = diff(a, b)
     assert code == 1
     lines = out.splitlines()
-    assert lines[:4] == [
-        "Run A: steps 0-1, cost unknown",
-        "Run B: steps 0-2, cost unknown",
-        "Steps 0-2: 1 identical, 1 diverged, 0 only in A, 1 only in B",
-        "Winner: A (1-0 — steps: A 1 vs B 2)",
+    assert lines[3:5] == [
+        "Divergence: only the recording has run.completed here",
+        "First divergence at step 1 (diverged)",
     ]
-    assert lines[5] == "First divergence at step 1 (diverged)"
-    assert lines[-1] == "  After it: 1 more step differs (1 only in B)"
+    assert lines[-6:-2] == [
+        "  After it: 1 more step differs (1 only in B)",
+        "Steps 0-2: 1 identical, 1 diverged, 0 only in A, 1 only in B",
+        "Score: A wins 1-0: steps (A 1 vs B 2)",
+        "Cost: A cost unknown, B cost unknown",
+    ]
 
 
 def test_ignore_and_drop_key_options(tmp_path: Path) -> None:
@@ -395,6 +412,11 @@ def write_hostile(path: Path, variant: str) -> Path:
     )
 
 
+#: How each line of the report begins.
+OURS: tuple[str, ...] = ("B left A ", "A: ", "B: ", "Divergence: ", "Likely cause: ")
+OURS += ("First divergence", "Steps ", "Score: ", "Cost: ", "Fork the conversation", "  ")
+
+
 def test_hostile_rollouts_print_safely(tmp_path: Path) -> None:
     a = write_hostile(tmp_path / "a.jsonl", "A")
     b = write_hostile(tmp_path / "b.jsonl", "B")
@@ -402,17 +424,14 @@ def test_hostile_rollouts_print_safely(tmp_path: Path) -> None:
     assert code == 1
     assert_printable(out)
     lines = out.splitlines()
-    assert lines[5] == "First divergence at step 1 (diverged)"
+    assert "First divergence at step 1 (diverged)" in lines
     # The hostile text is still shown, escaped, not dropped.
     assert "\\x1b[31mred" in out
     assert "\\u202e" in out
-    assert "\\x3a:error::" in out
+    assert "\\x3a:set-output" in out
     assert "#\\x23[group]" in out
     # Every line is one of ours: nothing from the files started a line of its own.
-    assert all(
-        line == "" or line.startswith(("Run ", "Steps ", "Winner: ", "First divergence", "  "))
-        for line in lines
-    )
+    assert all(line.startswith(OURS) for line in lines)
 
 
 def test_hostile_error_message_prints_safely(
@@ -452,9 +471,11 @@ ROLLOUT = Path(sys.executable).with_name("rollout")
 def test_console_script(golden: Path, regressed: Path) -> None:
     assert ROLLOUT.exists()
     done = run_command(ROLLOUT, "diff", golden, regressed)
-    assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
+    expected = EXPECTED_REGRESSION.format(a=golden, b=regressed)
+    assert (done.returncode, done.stdout, done.stderr) == (1, expected, "")
     done = run_command(ROLLOUT, "diff", golden, golden)
-    assert (done.returncode, done.stdout, done.stderr) == (0, EXPECTED_IDENTICAL, "")
+    expected = EXPECTED_IDENTICAL.format(a=golden, b=golden)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
 
 
 def test_main_hands_the_loaded_runs_to_the_list_it_is_given(golden: Path, regressed: Path) -> None:
@@ -536,12 +557,15 @@ def test_console_script_refusal(golden: Path, tmp_path: Path) -> None:
 
 def test_python_dash_m(golden: Path, regressed: Path) -> None:
     done = python_m("diff", golden, regressed)
-    assert (done.returncode, done.stdout, done.stderr) == (1, EXPECTED_REGRESSION, "")
+    expected = EXPECTED_REGRESSION.format(a=golden, b=regressed)
+    assert (done.returncode, done.stdout, done.stderr) == (1, expected, "")
 
 
-def test_output_that_the_terminal_cannot_encode(golden: Path, regressed: Path) -> None:
+def test_output_that_the_terminal_cannot_encode(golden: Path, tmp_path: Path) -> None:
     # An ASCII stdout (or a cp1252 one meeting CJK text) must not end in a traceback.
-    done = run_command(ROLLOUT, "diff", golden, regressed, env={"PYTHONIOENCODING": "ascii"})
+    zurich = write_trip(tmp_path / "zurich.jsonl", "Zürich", fail=True)
+    done = run_command(ROLLOUT, "diff", golden, zurich, env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 1
     assert done.stderr == ""
-    assert done.stdout == EXPECTED_REGRESSION.replace("—", "\\u2014")
+    expected = EXPECTED_REGRESSION.format(a=golden, b=zurich).replace("Paris", "Z\\xfcrich")
+    assert done.stdout == expected

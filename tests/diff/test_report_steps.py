@@ -92,9 +92,9 @@ def test_a_changed_model_is_reported_at_one_step_everywhere(
     out = io.StringIO()
     assert main(["diff", str(pytester.path / GOLDEN), str(pytester.path / SAVED)], out=out) == 1
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("Run A: steps 0-2, $")
-    assert lines[1] == "Run B: steps 0-1, cost unknown"
-    assert lines[2] == "Steps 0-2: 0 identical, 2 diverged, 1 only in A, 0 only in B"
+    # The same report, the same step, in the command's words.
+    assert lines[0] == "B left A at step 0: setup_mismatch (attributed to the harness)"
+    assert "Steps 0-2: 0 identical, 2 diverged, 1 only in A, 0 only in B" in lines
     assert "First divergence at step 0 (diverged)" in lines
 
 

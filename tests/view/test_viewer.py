@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from pytest_rollout.diff.drift import Verdict, drift_report
-from pytest_rollout.diff.failure import render_verdict, score_sentence
 from pytest_rollout.diff.render import describe_event
+from pytest_rollout.diff.report import render_verdict, score_sentence
 from pytest_rollout.diff.timeline import event_detail
 from pytest_rollout.format.events import Event
 from pytest_rollout.format.loader import load

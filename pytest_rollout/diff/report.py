@@ -1,10 +1,13 @@
-"""The failure report a CI log shows when a test's run leaves its golden.
+"""The report of one run against its reference run: what a CI log shows when a test's run
+leaves its golden, and what ``rollout diff`` prints. One renderer, two sets of labels:
+``golden`` and ``this run`` in pytest, ``A`` and ``B`` on the command line.
 
-In order: the golden's path; the first divergent step with its kind and attribution; what
-the golden did there and what this run did; the field-level difference; the step counts;
-the 6-point score (golden as A, this run as B); the cost delta; how to fork the
-conversation from the last good step; and where this run was saved, with the
-``rollout diff`` command that compares it with the golden.
+In order: the headline (where run B left run A, the kind and whom it is attributed to);
+the reference's path (and, on the command line, the other's); what replay found; the
+first divergent step, what each run did there and the field-level difference; the step
+counts; the 6-point score; the cost delta; how to fork the conversation from the last good
+step; and, for a test, where its run was saved with the ``rollout diff`` command that
+compares it with the golden.
 """
 
 from __future__ import annotations
@@ -24,9 +27,13 @@ from .render import (
 )
 from .text import format_cost
 
-__all__ = ["render_headline", "render_verdict"]
+__all__ = ["CLI_LABELS", "TEST_LABELS", "render_headline", "render_verdict", "score_sentence"]
 
-LABELS: Final = Labels(a="golden", b="this run")
+#: A test's run against its golden.
+TEST_LABELS: Final = Labels(a="golden", b="this run", owned=True)
+#: Two files named on the command line.
+CLI_LABELS: Final = Labels(a="A", b="B")
+LABELS: Final = TEST_LABELS
 WIDTH: Final = 100
 _PROSE: Final = ("Divergence:", "Likely cause:", "Score:", "  then ", "Cost:", "this run left")
 
@@ -43,28 +50,34 @@ def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
 
 def _headline(headline: Divergence | None, labels: Labels) -> str:
     if headline is None:
-        return f"{labels.b} matches its {labels.a}"
+        return f"{labels.b} matches {labels.reference}"
     return (
-        f"{labels.b} left its {labels.a} at step {headline.step}: {headline.kind.value} "
+        f"{labels.b} left {labels.reference} at step {headline.step}: {headline.kind.value} "
         f"(attributed to the {headline.attribution})"
     )
 
 
-def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABELS) -> list[str]:
+def render_verdict(
+    verdict: Verdict, *, verbose: int = 0, labels: Labels = TEST_LABELS, files: bool = False
+) -> list[str]:
     """The report lines; the first one is the headline pytest shows after ``assert``.
 
-    ``labels`` name the reference run and this run (a syrupy snapshot is ``snapshot``).
+    ``labels`` name the reference run and the other (a syrupy snapshot is ``snapshot``).
+    ``files``: the two runs are files the user named (``rollout diff``): both paths come
+    first, the summary is given even when the runs match, and no ``rollout diff`` command
+    is suggested at the end.
     """
     divergences = verdict.report.leading
     comparison = verdict.comparison
-    if not divergences:
+    if not divergences and not files:
         return [_headline(None, labels)]
-    headline = divergences[0]
-    lines = [
-        _headline(headline, labels),
-        f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}",
-        f"Divergence: {excerpt(headline.detail, 200)}",
-    ]
+    headline = divergences[0] if divergences else None
+    paths = [f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}"]
+    if files and verdict.run_path is not None:
+        paths.append(f"{labels.b.capitalize()}: {sanitize(verdict.run_path)}")
+    lines = [_headline(headline, labels)]
+    if headline is not None:
+        lines.append(f"Divergence: {excerpt(headline.detail, 200)}")
     lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in verdict.report.likely_causes)
     # What replay itself raised is always told, even when an earlier step leads.
     shown = 4 if verbose > 0 else 2 if divergences is not verdict.divergences else 1
@@ -78,6 +91,22 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
         )
     lines.append(step_counts(comparison, labels))
     lines.append(f"Score: {score_sentence(verdict, labels)}")
+    lines.append(_cost_line(verdict, labels))
+    # Paths to copy are never cut, whatever their length; prose is wrapped.
+    lines = [lines[0], *paths, *(w for line in lines[1:] for w in _fit(line))]
+    # Commands stay whole on lines of their own, so they can be copied and pasted.
+    good = comparison.last_identical_step
+    if good is not None and headline is not None:
+        lines.append(f"Fork the conversation from the last good step ({good}):")
+        lines.append(f"  rollout fork {_quote(verdict.golden_path)} --step {good}")
+    if verdict.run_path and not files:
+        lines.append(f"{labels.b.capitalize()} was saved; compare it with its {labels.a}:")
+        lines.append(f"  rollout diff {_quote(verdict.golden_path)} {_quote(verdict.run_path)}")
+    return lines
+
+
+def _cost_line(verdict: Verdict, labels: Labels) -> str:
+    """``Cost: golden $0.0012, this run $0.0015 (+$0.0003)``."""
     golden_cost = verdict.golden_summary.cost_usd
     run_cost = verdict.run_summary.cost_usd
     cost = f"Cost: {labels.a} {format_cost(golden_cost)}, {labels.b} {format_cost(run_cost)}"
@@ -85,18 +114,7 @@ def render_verdict(verdict: Verdict, *, verbose: int = 0, labels: Labels = LABEL
         delta = run_cost - golden_cost
         sign = "+" if delta >= 0 else "-"
         cost += f" ({sign}{format_cost(abs(delta))})"
-    lines.append(cost)
-    golden_line = lines[1]  # a path to copy: never cut, whatever its length
-    lines = [w for line in lines for w in ([line] if line is golden_line else _fit(line))]
-    # Commands stay whole on lines of their own, so they can be copied and pasted.
-    good = comparison.last_identical_step
-    if good is not None:
-        lines.append(f"Fork the conversation from the last good step ({good}):")
-        lines.append(f"  rollout fork {_quote(verdict.golden_path)} --step {good}")
-    if verdict.run_path:
-        lines.append(f"{labels.b.capitalize()} was saved; compare it with its {labels.a}:")
-        lines.append(f"  rollout diff {_quote(verdict.golden_path)} {_quote(verdict.run_path)}")
-    return lines
+    return cost
 
 
 def _fit(line: str) -> list[str]:
