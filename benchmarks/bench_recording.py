@@ -44,6 +44,7 @@ from pytest_rollout import Recorder
 from pytest_rollout.format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED
 from pytest_rollout.safety.redact import Redactor
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session.setup import RunSetup
 
 SEED = 20260702
 TARGET = 5.0
@@ -181,10 +182,7 @@ class Bench:
     def tools(self, redactor: Redactor | None) -> float:
         recorder = Recorder(self._path("tools"), redactor=redactor)
         session = RolloutSession(
-            test_id="bench_recording.py::test_tools",
-            mode=Mode.RECORD,
-            recorder=recorder,
-            golden_path=str(self.folder / "golden.jsonl"),
+            RunSetup(test_id="bench_recording.py::test_tools", mode=Mode.RECORD), recorder
         )
         tools = session.tools(_tool_functions(self.calls))
         work = [(tools[c.tool], c.arguments) for c in self.calls]

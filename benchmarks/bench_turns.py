@@ -50,6 +50,8 @@ from pytest_rollout import Recorder, ToolCall, Turn
 from pytest_rollout.format.loader import Rollout
 from pytest_rollout.safety.redact import Redactor
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session.setup import RunSetup
+from pytest_rollout.store.golden_store import LoadedGolden
 
 SEED = 20260701
 TURNS = 60
@@ -171,11 +173,9 @@ class Timings:
 
 def _session(mode: Mode, golden: Rollout | None = None) -> RolloutSession:
     return RolloutSession(
-        test_id="bench_turns.py::test_agent",
-        mode=mode,
-        recorder=Recorder(redactor=Redactor(environ={})),
-        golden_path="golden/bench_turns/test_agent.jsonl",
-        golden=golden,
+        RunSetup(test_id="bench_turns.py::test_agent", mode=mode),
+        Recorder(redactor=Redactor(environ={})),
+        None if golden is None else LoadedGolden.of(golden, "golden/bench_turns/test_agent.jsonl"),
     )
 
 
@@ -266,7 +266,7 @@ class _SdkClock:
         transport = _our_transport(client)
         handle = transport.handle_request
         engine = session.engine
-        complete = engine.complete_sdk_turn
+        complete = engine.record_turn  # what the SDK port calls once the answer is read
 
         def timed_handle(request: Any) -> Any:
             t0 = time.perf_counter()
@@ -275,15 +275,15 @@ class _SdkClock:
             finally:
                 self.spent += time.perf_counter() - t0
 
-        def timed_complete(*args: Any) -> None:
+        def timed_complete(*args: Any, **kwargs: Any) -> None:
             t0 = time.perf_counter()
             try:
-                complete(*args)
+                complete(*args, **kwargs)
             finally:
                 self.spent += time.perf_counter() - t0
 
         transport.handle_request = timed_handle
-        engine.complete_sdk_turn = timed_complete  # type: ignore[method-assign, assignment]
+        engine.record_turn = timed_complete  # type: ignore[method-assign]
 
     def take(self) -> float:
         spent, self.spent = self.spent, 0.0

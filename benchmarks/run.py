@@ -44,6 +44,7 @@ from pytest_rollout import Recorder, ToolCall, Turn
 from pytest_rollout.cli import main as rollout_main
 from pytest_rollout.safety.redact import Redactor
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session.setup import RunSetup
 
 ROWS = ("turns", "tools", "diff", "deepdiff", "startup", "memory", "recording")
 
@@ -169,10 +170,8 @@ def _recorded_run(calls: _Calls, path: Path, *, call_tools: bool) -> tuple[float
     wrappers, and the data of the tool events. With ``call_tools=False`` the turns announce
     the same calls and none is made: what is left is the run without its tool calls."""
     session = RolloutSession(
-        test_id="run.py::test_tools",
-        mode=Mode.RECORD,
-        recorder=Recorder(path, redactor=Redactor(environ={})),  # the plugin records redacted
-        golden_path=str(path.with_suffix(".golden.jsonl")),
+        RunSetup(test_id="run.py::test_tools", mode=Mode.RECORD),
+        Recorder(path, redactor=Redactor(environ={})),  # the plugin records redacted
     )
     outputs = iter([output for _, _, output in calls])
 

@@ -51,10 +51,10 @@ if TYPE_CHECKING:
     from .sdk.pricing import Price as Price
     from .sdk.wire import WireFormatError as WireFormatError
     from .session import RolloutSession as RolloutSession
-    from .session.tools import UnrecordedToolsError as UnrecordedToolsError
     from .store.audit import AuditError as AuditError
     from .store.golden import GoldenEditedError as GoldenEditedError
     from .store.golden import GoldenMissingError as GoldenMissingError
+    from .store.golden import UnrecordedToolsError as UnrecordedToolsError
     from .store.receipt import ReceiptError as ReceiptError
 
 __version__ = "0.1.0"
@@ -138,7 +138,7 @@ _LAZY: Final = {
     "ToolCallRecord": ".analysis.assertions",
     "Turn": ".replay.turn",
     "UnrecordedRequestError": ".sdk.exchange",
-    "UnrecordedToolsError": ".session.tools",
+    "UnrecordedToolsError": ".store.golden",
     "UnsafePathError": ".format.files",
     "WireFormatError": ".sdk.wire",
     "canonicalize": ".diff.canonical",

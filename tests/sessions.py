@@ -4,27 +4,36 @@ directly (no pytest run): the SDK, replay and analyzer tests."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_rollout import ToolCall, Turn
 from pytest_rollout.format.loader import Rollout
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session.engine import AuditSink
+from pytest_rollout.session.setup import RunSetup
+from pytest_rollout.store.golden_store import LoadedGolden
 
 TEST_ID = "t.py::test_agent"
 GOLDEN_PATH = "golden/t/test_agent.jsonl"
 
 
 def new_session(
-    mode: Mode = Mode.RECORD, golden: Rollout | None = None, **options: Any
+    mode: Mode = Mode.RECORD,
+    golden: Rollout | LoadedGolden | None = None,
+    *,
+    recorder: Recorder | None = None,
+    audit: AuditSink | None = None,
+    **setup: Any,
 ) -> RolloutSession:
-    """A session of the test ``TEST_ID`` in ``mode``, replaying ``golden``, recording into a
-    fresh in-memory recorder unless ``recorder=`` is given; ``options`` go to
-    ``RolloutSession`` as they are."""
-    options.setdefault("recorder", Recorder())
-    return RolloutSession(
-        test_id=TEST_ID, mode=mode, golden_path=GOLDEN_PATH, golden=golden, **options
-    )
+    """A session of the test ``TEST_ID`` in ``mode``, replaying ``golden`` (as the store
+    opens it, from ``GOLDEN_PATH``), recording into a fresh in-memory recorder unless
+    ``recorder`` is given; ``setup`` goes to its :class:`RunSetup` as it is."""
+    if isinstance(golden, Rollout):
+        golden = LoadedGolden.of(golden, GOLDEN_PATH)
+    run_setup = RunSetup(test_id=TEST_ID, mode=mode, golden_path=Path(GOLDEN_PATH), **setup)
+    return RolloutSession(run_setup, recorder or Recorder(), golden, audit)
 
 
 class Scripted:

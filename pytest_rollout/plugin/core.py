@@ -9,25 +9,25 @@ or run, never at start-up.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
 from ..errors import RolloutError
-from ..session.mode import Mode
+from ..replay.mode import Mode
 from .paths import display
 from .settings import MarkerOptions, Settings
-from .stash import CALL_REPORT_KEY, ENGINE_KEY
+from .stash import CALL_REPORT_KEY, SESSION_KEY
 from .summary import write_summary
 from .tally import Tally, is_worker
 from .unused import UnusedFinder
 
 if TYPE_CHECKING:
-    from ..session import Engine
+    from ..session.outcome import TestOutcome
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin, PrunePlugin
     from .otel_trace import OtelPlugin
     from .runs import TestRuns
@@ -60,6 +60,8 @@ class RolloutPlugin:
         self.prune: PrunePlugin | None = None
         self.otel: OtelPlugin | None = None
         self._runs: TestRuns | None = None
+        #: The report of the snapshot comparison the running test's ``assert`` failed on.
+        self._snapshot_failure: list[str] | None = None
         if settings.redact_rules:  # a rule the redactor refuses stops the session now
             try:
                 self.runs.redactor_for(settings.redaction)
@@ -150,58 +152,60 @@ class RolloutPlugin:
 
     # -- reporting a test -------------------------------------------------------------
 
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self._snapshot_failure = None  # a snapshot report belongs to the test that made it
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        engine = item.stash.get(ENGINE_KEY, None)
-        with self._drawing(item, engine, call):
-            report = yield
-        if report.when != "call":
-            return report
-        item.stash[CALL_REPORT_KEY] = report
+        if call.when != "call":
+            return (yield)
+        session = item.stash.get(SESSION_KEY, None)
         excinfo = call.excinfo
-        explained = self._snapshot_report(item, excinfo) if report.failed else None
-        if explained is not None:
-            assert excinfo is not None
-            report.longrepr = self.runs.whole(explained, excinfo)  # a snapshot's report, uncut
+        outcome = None
+        if session is not None and not _skipped(excinfo):
+            outcome = self.runs.outcome(item, session, None if excinfo is None else excinfo.value)
+        if excinfo is not None and _replaces(outcome, item):
+            # The report stands in for the traceback: pytest need not read and draw the
+            # source of every frame of the agent's SDK or framework (0.4-1.5 s a failure).
+            excinfo.traceback = excinfo.traceback[-1:]
+        report = yield
+        item.stash[CALL_REPORT_KEY] = report
+        snapshot, self._snapshot_failure = self._snapshot_failure, None
+        failed_on_it = excinfo is not None and excinfo.errisinstance(AssertionError)
+        if report.failed and snapshot is not None and excinfo is not None and failed_on_it:
+            report.longrepr = self._whole(snapshot, excinfo)  # a snapshot's report, uncut
             return report
-        if engine is not None:
-            from .runs import report_call
-
-            report_call(self.runs, item, engine, report, excinfo)
+        if outcome is not None and (report.passed or report.failed):
+            self._apply(outcome, report, excinfo)
         return report
 
-    def _drawing(
-        self, item: pytest.Item, engine: Engine | None, call: pytest.CallInfo[None]
-    ) -> contextlib.AbstractContextManager[None]:
-        """How pytest draws a failure of the test: natively (what Python prints, at little
-        cost) when the plugin's report will replace it, else as it is configured to."""
-        if engine is None or call.when != "call" or call.excinfo is None:
-            return contextlib.nullcontext()
-        from .runs import native_traceback, replaces_traceback
+    def _apply(
+        self,
+        outcome: TestOutcome,
+        report: pytest.TestReport,
+        excinfo: pytest.ExceptionInfo[BaseException] | None,
+    ) -> None:
+        """Put the test's outcome in its report: in place of the traceback (failing a test
+        that passed, for a run that left its golden), or beside it."""
+        from ..session.outcome import How
 
-        if replaces_traceback(self.runs, item, engine, call.excinfo):
-            return native_traceback(item)
-        return contextlib.nullcontext()
+        if outcome.how is How.BESIDE:
+            report.sections.append(("rollout: this run left its golden", outcome.text))
+            return
+        report.outcome = "failed"
+        if outcome.asserted and excinfo is not None:
+            report.longrepr = self._whole(outcome.lines, excinfo)
+        else:
+            report.longrepr = outcome.text
 
-    def _snapshot_report(
-        self, item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None
-    ) -> list[str] | None:
-        """The whole report of a failed ``x == snapshot`` with the rollout extension, when
-        that is what the test failed on (syrupy keeps the failed execution on the test's
-        snapshot fixture, whatever its name)."""
-        snapshot = sys.modules.get("pytest_rollout.plugin.snapshot")  # the extension in use
-        if snapshot is None or excinfo is None:
-            return None
-        from .runs import asserted
-
-        funcargs: dict[str, Any] = getattr(item, "funcargs", {})
-        for value in funcargs.values():
-            lines = snapshot.explain_snapshot(self.config, value, funcargs.get("rollout"))
-            if lines and asserted(excinfo, lines[0]):
-                return list(lines)
-        return None
+    def _whole(self, lines: Sequence[str], excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+        """A report in place of pytest's explanation, which pytest cuts to a few lines
+        outside CI (the report is only useful whole), ending at the failing ``assert``."""
+        entry = excinfo.traceback[-1]
+        where = display(self.config, Path(entry.path))
+        return "\n".join([*lines, "", f"{where}:{entry.lineno + 1}: AssertionError"])
 
     @pytest.hookimpl(tryfirst=True)  # ahead of syrupy's, for `rollout == snapshot(...)`
     def pytest_assertrepr_compare(
@@ -213,6 +217,8 @@ class RolloutPlugin:
         if snapshot is not None:
             explained: list[str] | None = snapshot.explain_snapshot(config, left, right)
             if explained is not None:
+                # The failing assert's whole report, which the test's report will show.
+                self._snapshot_failure = explained
                 return explained
         if self._runs is None:  # no rollout fixture was set up: no rollout to explain
             return None
@@ -246,3 +252,17 @@ class RolloutPlugin:
             page=None if self.html_report is None else self.html_report.written,
             show=lambda path: display(self.config, path),
         )
+
+
+def _skipped(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    """Whether the test skipped itself (``pytest.skip``): its run is not reported on."""
+    return excinfo is not None and excinfo.errisinstance(pytest.skip.Exception)
+
+
+def _replaces(outcome: TestOutcome | None, item: pytest.Item) -> bool:
+    """Whether the outcome's text will stand in for the test's traceback. An expected
+    failure keeps its traceback, for the reporters that show it."""
+    if outcome is None or outcome.how == "beside":
+        return False
+    xfail = item.get_closest_marker("xfail") is not None
+    return not xfail or bool(getattr(item.config.option, "runxfail", False))

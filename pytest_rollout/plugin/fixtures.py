@@ -23,7 +23,7 @@ def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
     runs = request.config.stash[PLUGIN_KEY].runs
     session = runs.session_for(request.node)
     yield session
-    runs.finish(request.node, session.engine)
+    runs.finish(request.node, session)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import pytest
 
-from ..session.mode import Mode
+from ..replay.mode import Mode
 
 __all__ = [
     "ANALYZERS",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from ..errors import RolloutError
-from ..session.mode import Mode
+from ..replay.mode import Mode
 from .flags import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, REDACTION_MODES
 
 if TYPE_CHECKING:  # start-up: what only a rollout test needs is imported when it is used

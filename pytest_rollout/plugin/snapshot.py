@@ -105,7 +105,7 @@ def _context(data: object) -> tuple[CanonicalOptions, str | None]:
     ``rollout diff`` command) when it is."""
     if isinstance(data, RolloutSession):
         path = data.recorder.path
-        return data.engine.options, None if path is None else _display(path)
+        return data.engine.setup.options, None if path is None else _display(path)
     if isinstance(data, Rollout) and Path(data.path).is_file():
         return DEFAULT_OPTIONS, _display(data.path)
     return DEFAULT_OPTIONS, None

@@ -26,51 +26,64 @@ def write_summary(
 ) -> None:
     """What was written, compared, resealed, pruned or left unused (nothing when nothing
     happened)."""
-    counts, problems = tally.counts, tally.problems
-    if not counts and not unused and not pruned and not problems and not page:
+    if not tally.anything and not unused and not pruned and not page:
         return
     tr.section("rollout")
     if page is not None:
         tr.write_line(f"rollout report: {show(page)}")
     if record:
-        tr.write_line(_record_line(tally))
-    compared = _compare_line(tally)  # a record of new goldens replays the others
-    if compared is not None:
-        tr.write_line(compared)
-    for problem in problems[:SHOWN]:
-        tr.write_line(problem)
+        tr.write_line(record_line(tally))
+    for line in compare_lines(tally):  # a record of new goldens replays the others
+        tr.write_line(line)
+    for line in _listed(tally.problems, ""):
+        tr.write_line(line)
     for path in pruned:
         tr.write_line(f"removed unused golden {show(path)}")
     if unused:
         tr.write_line(f"{len(unused)} unused golden(s): no collected test owns them")
-        for path in unused[:SHOWN]:
-            tr.write_line(f"  {show(path)}")
-        if len(unused) > SHOWN:
-            tr.write_line(f"  ... and {len(unused) - SHOWN} more")
+        for line in _listed([show(path) for path in unused], "  "):
+            tr.write_line(line)
         tr.write_line("  (pytest --rollout-record over the whole suite removes them)")
 
 
-def _record_line(tally: Tally) -> str:
-    from ..store.golden import WriteResult  # start-up: only a record run needs it
+def _listed(lines: list[str], indent: str) -> list[str]:
+    """The first :data:`SHOWN` of ``lines``, then how many more there are."""
+    shown = [f"{indent}{line}" for line in lines[:SHOWN]]
+    if len(lines) > SHOWN:
+        shown.append(f"{indent}... and {len(lines) - SHOWN} more")
+    return shown
 
-    counts = tally.counts
-    created, updated = counts[WriteResult.CREATED.value], counts[WriteResult.UPDATED.value]
+
+def record_line(tally: Tally) -> str:
+    """``2 golden(s) written (1 created, 1 updated), 3 unchanged``, and what was not."""
+    from ..store.golden_store import Kept  # start-up: only a record run needs it
+
+    kept = tally.kept
+    created, updated = kept[Kept.CREATED.value], kept[Kept.UPDATED.value]
     line = (
         f"{created + updated} golden(s) written ({created} created, {updated} updated), "
-        f"{counts[WriteResult.UNCHANGED.value]} unchanged"
+        f"{kept[Kept.UNCHANGED.value]} unchanged"
     )
-    failed = counts["not recorded (test failed)"]
-    if failed:
-        line += f", {failed} not recorded (test failed)"
+    if kept[Kept.NAMED.value]:
+        line += f", {kept[Kept.NAMED.value]} named by path and left as is"
+    if tally.not_recorded:
+        line += f", {tally.not_recorded} not recorded (test failed)"
     return line
 
 
-def _compare_line(tally: Tally) -> str | None:
-    """What compare mode did (``None`` when it compared and resealed nothing)."""
-    counts = tally.counts
-    if not counts["compared"] and not counts["resealed"]:
-        return None
-    line = f"{counts['compared']} golden(s) compared"
-    if counts["resealed"]:
-        line += f", {counts['resealed']} edited golden(s) accepted and sealed anew"
-    return line
+def compare_lines(tally: Tally) -> list[str]:
+    """What replaying did: goldens compared, and every other thing that befell a golden
+    (none of these lines when nothing happened)."""
+    parts = []
+    if tally.compared or tally.not_compared or tally.missing:
+        parts.append(f"{tally.compared} golden(s) compared")
+    if tally.not_compared:
+        parts.append(
+            f"{tally.not_compared} replayed without a comparison "
+            "(no assert rollout == golden, and nothing diverged)"
+        )
+    if tally.missing:
+        parts.append(f"{tally.missing} test(s) had no golden")
+    if tally.resealed:
+        parts.append(f"{tally.resealed} edited golden(s) accepted and sealed anew")
+    return [", ".join(parts)] if parts else []

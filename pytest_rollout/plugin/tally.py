@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -18,9 +19,23 @@ def is_worker(config: pytest.Config) -> bool:
 
 @dataclass(slots=True)
 class Tally:
-    """What this process (or, merged, the whole session) did with goldens."""
+    """What this process (or, merged, the whole session) did with goldens. Every count is
+    told in the terminal summary when it is not zero."""
 
-    counts: Counter[str] = field(default_factory=Counter)
+    #: Goldens read and compared with their test's run (a verdict was made).
+    compared: int = 0
+    #: Goldens replayed whose run was never compared (no ``assert rollout == golden``, and
+    #: nothing diverged).
+    not_compared: int = 0
+    #: Replaying tests that had no golden (each failed, naming the command that records it).
+    missing: int = 0
+    #: Goldens edited since they were recorded, accepted and sealed anew.
+    resealed: int = 0
+    #: What recording did with each passing test's run, by :class:`~pytest_rollout.store.
+    #: golden_store.Kept` value.
+    kept: Counter[str] = field(default_factory=Counter)
+    #: Recorded tests that failed: their run did not become a golden.
+    not_recorded: int = 0
     owned: set[str] = field(default_factory=set)
     scopes: set[str] = field(default_factory=set)
     full_selection: bool | None = None  # unknown until collection (or every worker) says
@@ -31,8 +46,10 @@ class Tally:
 
     def to_json(self) -> dict[str, Any]:
         """What a worker hands the controller at the end of its session."""
+        data = {name: getattr(self, name) for name in _COUNTS}
         return {
-            "counts": dict(self.counts),
+            **data,
+            "kept": dict(self.kept),
             "owned": sorted(self.owned),
             "scopes": sorted(self.scopes),
             "full_selection": self.full_selection,
@@ -42,7 +59,9 @@ class Tally:
 
     def merge(self, data: dict[str, Any]) -> None:
         """Add a worker's tally to this one."""
-        self.counts.update(data.get("counts", {}))
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + int(data.get(name, 0)))
+        self.kept.update(data.get("kept", {}))
         self.problems.extend(data.get("problems", ()))
         self.report.extend(data.get("report", ()))
         self.owned.update(data.get("owned", ()))
@@ -51,3 +70,12 @@ class Tally:
         self.full_selection = (
             theirs if self.full_selection is None else (self.full_selection and theirs)
         )
+
+    @property
+    def anything(self) -> bool:
+        """Whether there is anything to tell."""
+        return any(getattr(self, name) for name in _COUNTS) or bool(self.kept or self.problems)
+
+
+#: The plain counts, by name.
+_COUNTS: Final = tuple(f.name for f in dataclasses.fields(Tally) if f.type == "int")

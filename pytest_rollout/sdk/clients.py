@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from ..errors import RolloutError
 from .exchange import Exchange
-from .port import TurnPort
+from .flights import TurnPort
 from .transport import transport_classes
 
 __all__ = ["MissingPackageError", "client", "http_client"]

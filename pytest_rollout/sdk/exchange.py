@@ -23,7 +23,7 @@ request's new messages are counted from the longest earlier request of the clien
 whichever order they were sent in.
 
 This module never imports an HTTP library: it deals in methods, paths and bytes. Nor does it
-know the session: it talks to a :class:`~pytest_rollout.sdk.port.TurnPort`.
+know the session: it talks to a :class:`~pytest_rollout.sdk.flights.TurnPort`.
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ from ..format.events import DROP_DETECTED
 from ..replay.history import RequestHistory, TurnRequest
 from ..replay.turn import Turn
 from .failures import failed_data, failed_response
-from .flights import Entry, log_of
-from .port import TurnPort
+from .flights import Entry, TurnPort
 from .pricing import cost_usd
 from .sse import render_frames
 from .wire import Api, WireFormatError, WireRequest, api_for, key_messages, raw_response
@@ -221,11 +220,11 @@ def _extends(messages: list[Any], head: list[Any]) -> bool:
 
 class Exchange:
     """The model calls of one SDK client, recorded into (or replayed from) a session,
-    which it reaches through its :class:`~pytest_rollout.sdk.port.TurnPort`."""
+    which it reaches through its :class:`~pytest_rollout.sdk.flights.TurnPort`."""
 
     def __init__(self, session: TurnPort) -> None:
         self.session = session
-        self.log = log_of(session)
+        self.log = session.turn_log
         self._heads: list[_Head] = []  # the most recent first
         self._lock = threading.Lock()
         self._refused: tuple[bytes, RolloutError] | None = None

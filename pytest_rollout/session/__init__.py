@@ -1,7 +1,7 @@
 """One test's run: the user-facing ``rollout`` object and the engine behind it.
 
 The names below are imported on first use, so that the light modules of this package
-(``mode``) can be imported without the engine and all it needs.
+can be imported without the engine and all it needs.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from ..replay.mode import Mode as Mode
     from .engine import Engine as Engine
-    from .mode import Mode as Mode
-    from .mode import RunHandle as RunHandle
     from .rollout import RolloutSession as RolloutSession
+    from .rollout import RunHandle as RunHandle
 
 __all__ = [
     "Engine",
@@ -24,9 +24,9 @@ __all__ = [
 
 _LAZY: Final = {
     "Engine": ".engine",
-    "Mode": ".mode",
+    "Mode": "..replay.mode",
     "RolloutSession": ".rollout",
-    "RunHandle": ".mode",
+    "RunHandle": ".rollout",
 }
 
 

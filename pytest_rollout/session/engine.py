@@ -1,29 +1,29 @@
 """The engine behind one test's ``rollout``: records the run, replays it from a golden,
 compares the two.
 
-The engine holds the run's state: its recorder, its golden and the replay of it, the turn
-whose calls are awaited, the analyzers and the audit trail. The user-facing object
-(:class:`~pytest_rollout.session.rollout.RolloutSession`), the plugin and the SDK exchange
-all talk to it; it never imports pytest.
+The engine holds the run's state: its setup (:class:`~.setup.RunSetup`), its recorder, its
+golden (:class:`~pytest_rollout.store.golden_store.LoadedGolden`) and the replay of it, the
+turn whose calls are awaited, the analyzers and the audit trail. The user-facing object
+(:class:`~pytest_rollout.session.rollout.RolloutSession`) and the plugin talk to it; SDK
+clients reach it through its port (:class:`~.sdk_port.SdkPort`). It never imports pytest.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
 import orjson
 
-from ..analysis.analyzers import Analysis, AnalyzerOptions
-from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from ..analysis.analyzer_options import AnalyzerOptions
+from ..analysis.analyzers import Analysis
 from ..diff.divergence import Divergence, ReplayDivergenceError
 from ..diff.drift import Verdict, drift_report
-from ..errors import RolloutError
-from ..format.bulk import Parsed
+from ..errors import RolloutError, RolloutWarning
 from ..format.events import (
     AUDIT_ACTION,
     LLM_TURN_COMPLETED,
@@ -37,16 +37,16 @@ from ..format.events import (
     Event,
 )
 from ..format.jsonable import to_json_data_or_placeholder as plain
-from ..format.loader import Rollout
+from ..format.loader import Rollout, loads
 from ..format.recorder import Recorder
-from ..replay.history import RequestHistory, TurnRequest
-from ..replay.rebuild import RebuildHook
-from ..replay.recorded import Recording, Replay
+from ..replay.history import TurnRequest
+from ..replay.mode import Mode
+from ..replay.recorded import Replay
 from ..replay.turn import Turn
-from ..sdk.pricing import PRICES, Price
-from ..store.golden import GoldenMissingError
+from ..safety.sanitize import sanitize
+from ..store.golden_store import LoadedGolden
 from .exceptions import causes, error_data
-from .mode import Mode
+from .setup import RunSetup
 from .tool_calls import ToolCalls
 
 __all__ = ["AuditSink", "Engine"]
@@ -65,71 +65,36 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-def _analyzed(
-    method: Callable[[str, Mapping[str, Any], int], list[tuple[str, dict[str, Any]]]],
-    event_type: str,
-    data: Mapping[str, Any],
-    step: int,
-) -> list[tuple[str, dict[str, Any]]]:
-    """What an analyzer says about an event; an analyzer that fails says nothing (it must
-    never break the user's test)."""
-    try:
-        return method(event_type, data, step)
-    except Exception:
-        return []
-
-
 class Engine:
-    """Records one test's agent run and, when replaying, answers it from the golden."""
+    """Records one test's agent run and, when replaying, answers it from the golden.
+
+    ``golden`` is the test's golden in dry and full replay (``None`` in the other modes);
+    ``audit`` is where the run's actions are written, when the session keeps an audit
+    trail.
+    """
 
     def __init__(
         self,
-        *,
-        test_id: str,
-        mode: Mode,
+        setup: RunSetup,
         recorder: Recorder,
-        golden_path: str,
-        golden: Rollout | None = None,
-        golden_lines: Parsed | None = None,
-        golden_error: RolloutError | None = None,
-        options: CanonicalOptions = DEFAULT_OPTIONS,
-        allow_unconsumed: bool = False,
-        missing_hint: str = "",
-        run_display: str | None = None,
-        error_types: Iterable[str] = (),
-        run_id: str | None = None,
-        prices: Mapping[str, Price] = PRICES,
-        analyzers: AnalyzerOptions | None = None,
+        golden: LoadedGolden | None = None,
         audit: AuditSink | None = None,
-        rebuild_hook: RebuildHook | None = None,
     ) -> None:
-        self.test_id = test_id
-        self.mode = mode
-        self._replays = mode.replays_tools
+        self.setup = setup
+        self.mode = setup.mode
         self.recorder = recorder
-        self.golden_path = golden_path
-        self.golden = golden
-        # The golden's lines (loads_reference), for the verdict to read this run like it: its
-        # lines that are the golden's but for their time share the golden's data, and compare
-        # at once. Kept until the verdict.
-        self._golden_lines = golden_lines if golden is not None else None
-        self.options = options
-        self.allow_unconsumed = allow_unconsumed
-        self._golden_error = golden_error
-        self._missing_hint = missing_hint
-        self._run_display = run_display
-        self.error_types = tuple(error_types)
-        self.prices = prices
-        self._analyzer_options = analyzers or AnalyzerOptions()
+        self._golden = golden if setup.mode.replays_tools else None
+        self._analyzer_options = setup.analyzers
         self._analysis: Analysis | None = None
+        #: Why an analyzer said nothing about an event: warned about once the run is over.
+        self._analyzer_failures: dict[str, str] = {}
         self._audit = audit
         self._lock = threading.RLock()
         self._deferred: list[Callable[[], None]] = []
         self._start_written = False
         self._replay: Replay | None = None
-        self._run_id = run_id or uuid.uuid4().hex
         redactor = recorder.redactor
-        self._redact: Callable[[Any], Any] = _as_is if redactor is None else redactor.redact
+        self.redact: Callable[[Any], Any] = _as_is if redactor is None else redactor.redact
         self.started = False
         self._start_args: tuple[Any, dict[str, Any]] | None = None
         self._finished = False
@@ -143,20 +108,29 @@ class Engine:
         self.record_encoded: Callable[[str, bytes], None]
         self._route_encoded()
         self.calls = ToolCalls(
-            self, replays=self._replays, rebuild_hook=rebuild_hook, audits=audit is not None
+            self,
+            replays=self.mode.replays_tools,
+            rebuild_hook=setup.rebuild,
+            audits=audit is not None,
         )
+        self._run: Rollout | None = None
         self._verdict: Verdict | None = None
 
     # -- the golden and its replay ------------------------------------------------
 
     @property
+    def golden(self) -> LoadedGolden | None:
+        """The test's golden (``None`` in record and live mode)."""
+        return self._golden
+
+    @property
     def replay(self) -> Replay | None:
         """The replay of the golden (``None`` when this mode replays nothing)."""
-        if not self.mode.replays_tools:
+        if self._golden is None:
             return None
         if self._replay is None:
             self._replay = Replay.from_rollout(
-                self.require_golden(), source=self.golden_path, redact=self._redact
+                self.require_golden(), source=self._golden.shown, redact=self.redact
             )
         return self._replay
 
@@ -167,99 +141,33 @@ class Engine:
 
     def require_golden(self) -> Rollout:
         """The golden rollout, or the error that says why there is none."""
-        if self.golden is not None:
-            return self.golden
-        if self._golden_error is not None:
-            raise self._golden_error
-        raise GoldenMissingError(self.golden_path, self._missing_hint)
+        if self._golden is None:
+            raise RolloutError(f"no golden is replayed in {self.mode.value} mode")
+        return self._golden.require()
 
-    def name_provider(self, live: Any) -> None:
-        """Name the run's provider and model after the live provider, unless named already."""
-        if self._provider is None:
-            self._provider = type(live).__name__
-            model = getattr(live, "model", None)
-            self._model = model if isinstance(model, str) else None
-
-    def adopt_golden_identity(self) -> None:
-        """With no live provider to ask, the run names the model the golden was recorded
-        with: the provider is the recording itself."""
-        if self._provider is not None or self.golden is None:
-            return
-        started = self.golden.events[0].data
-        model, provider = started.get("model"), started.get("provider")
-        self._model = model if isinstance(model, str) else None
-        self._provider = provider if isinstance(provider, str) else None
-
-    # -- the SDK exchange's side ----------------------------------------------------
-
-    @property
-    def serves_turns(self) -> bool:
-        """Whether model turns are answered from the golden (dry replay)."""
-        return self.mode is Mode.DRY
-
-    def adopt_sdk_identity(self, provider: str, model: str | None) -> None:
-        """Name the run's model and provider from an SDK request, unless named already."""
+    def identify(self, provider: str | None, model: str | None) -> None:
+        """Name the run's provider and model, unless they are named already."""
         if self._provider is None:
             self._provider = provider
             self._model = model
 
-    def sdk_turn_ready(self) -> None:
-        """Before a live model request in full replay: the calls the previous turn asked
-        for must have been made (the request itself is the next step's turn)."""
-        replay = self.replay
-        if replay is None or self.mode is not Mode.FULL:
+    def name_provider(self, live: Any) -> None:
+        """Name the run's provider and model after the live provider, unless named already."""
+        model = getattr(live, "model", None)
+        self.identify(type(live).__name__, model if isinstance(model, str) else None)
+
+    def adopt_golden_identity(self) -> None:
+        """With no live provider to ask, the run names the model the golden was recorded
+        with: the provider is the recording itself."""
+        golden = None if self._golden is None else self._golden.rollout
+        if golden is None:
             return
-        with self._divergence_recorded():
-            replay.begin_turn(self.recorder.step + 1)
-
-    def request_history(self) -> RequestHistory:
-        """A new record of one conversation's requests, redacted the way this run is."""
-        return RequestHistory(self._redact)
-
-    @property
-    def sdk_recording(self) -> Recording | None:
-        """The golden's turns as dry replay serves them (``None`` in other modes)."""
-        replay = self.replay if self.mode is Mode.DRY else None
-        return None if replay is None else replay.recording
-
-    def serve_sdk_turn(self, request: TurnRequest, lookahead: int = 0) -> Mapping[str, Any]:
-        """Dry replay of an SDK request: the recorded turn it matches among the open ones
-        (else its ``llm.turn.started`` and the replay divergence, raised)."""
-        replay = self.replay
-        assert replay is not None
-        try:
-            return replay.next_turn(request, lookahead)
-        except ReplayDivergenceError as exc:
-            self.open_turn(request)
-            self.divergence_event(exc)
-            raise
-
-    def open_sdk_turn(self, request: TurnRequest) -> None:
-        """An SDK request's ``llm.turn.started``."""
-        self.open_turn(request)
-
-    def complete_sdk_turn(
-        self, turn: Turn, latency_ms: float, raw: Mapping[str, Any], ttft_ms: float | None
-    ) -> None:
-        """An SDK response, read to its end: the turn's ``llm.turn.completed``."""
-        self.record_turn(turn, latency_ms, raw=dict(raw), ttft_ms=ttft_ms)
-
-    def fail_sdk_turn(self, data: Mapping[str, Any]) -> None:
-        """An error response the SDK gave up on: the turn's ``llm.turn.failed``."""
-        self.record(LLM_TURN_FAILED, dict(data))
-
-    def defer(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` before the next event is recorded (a live turn whose body is
-        still being read writes its start then, so that events keep their order)."""
-        with self._lock:
-            self._deferred.append(callback)
-            self._route_encoded()
-
-    def cancel_deferred(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if callback in self._deferred:
-                self._deferred.remove(callback)
-            self._route_encoded()
+        started = golden.events[0].data
+        model, provider = started.get("model"), started.get("provider")
+        self.identify(
+            provider if isinstance(provider, str) else None,
+            model if isinstance(model, str) else None,
+        )
 
     @property
     def analyzer_options(self) -> AnalyzerOptions:
@@ -286,6 +194,19 @@ class Engine:
         of a failed run, which the event itself does not carry).
         """
         self._record(event_type, data, context, None)
+
+    def defer(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` before the next event is recorded (a live turn whose body is
+        still being read writes its start then, so that events keep their order)."""
+        with self._lock:
+            self._deferred.append(callback)
+            self._route_encoded()
+
+    def cancel_deferred(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._deferred:
+                self._deferred.remove(callback)
+            self._route_encoded()
 
     def _route_encoded(self) -> None:
         """Point :attr:`record_encoded` (how a tool call's events, encoded already, are
@@ -319,11 +240,26 @@ class Engine:
         seen = context if context is not None else data
         if seen is None:
             seen = orjson.loads(payload) if payload is not None else {}
-        for found in _analyzed(analysis.before, event_type, seen, self.recorder.step):
+        for found in self._analyzed(analysis.before, event_type, seen):
             self.recorder.emit(*found)
         self._emit(event_type, data, payload)
-        for found in _analyzed(analysis.after, event_type, seen, self.recorder.step):
+        for found in self._analyzed(analysis.after, event_type, seen):
             self.recorder.emit(*found)
+
+    def _analyzed(
+        self,
+        method: Callable[[str, Mapping[str, Any], int], list[tuple[str, dict[str, Any]]]],
+        event_type: str,
+        data: Mapping[str, Any],
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """What an analyzer says about an event. One that fails says nothing (it must never
+        break the user's test), and is named in a warning once the run is over."""
+        try:
+            return method(event_type, data, self.recorder.step)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {sanitize(str(exc))}"
+            self._analyzer_failures.setdefault(sanitize(event_type), error)
+            return []
 
     def _emit(self, event_type: str, data: Mapping[str, Any] | None, payload: bytes | None) -> None:
         if payload is not None:
@@ -341,8 +277,8 @@ class Engine:
     def _audit_event(self, event_type: str, data: Mapping[str, Any], **extra: Any) -> None:
         """Append an entry to the audit trail, when there is one (redacted like the run)."""
         if self._audit is not None:
-            payload = {**self._redact(dict(data)), "mode": self.mode.value, **extra}
-            self._audit.write(self._run_id, event_type, payload)
+            payload = {**self.redact(dict(data)), "mode": self.mode.value, **extra}
+            self._audit.write(self.setup.run_id, event_type, payload)
 
     def start(self, prompt: Any, meta: Mapping[str, Any]) -> None:
         """Open the run. ``run.started`` is written with the first event that follows, so
@@ -365,8 +301,8 @@ class Engine:
         prompt, meta = self._start_args
         self._start_args = None
         data: dict[str, Any] = {
-            "run_id": self._run_id,
-            "test_id": self.test_id,
+            "run_id": self.setup.run_id,
+            "test_id": self.setup.test_id,
             "model": self._model,
             "provider": self._provider,
             "tools": list(self.tool_names),
@@ -429,7 +365,7 @@ class Engine:
         )
         replay = self.replay
         if replay is not None and self.mode is Mode.FULL:
-            with self._divergence_recorded():
+            with self.divergence_recorded():
                 replay.live_turn(self.recorder.step)
 
     def replayed_turn(self, request: TurnRequest) -> Turn:
@@ -469,7 +405,7 @@ class Engine:
             self.record(LLM_TURN_FAILED, {"error": error_data(exc)})
 
     @contextmanager
-    def _divergence_recorded(self) -> Iterator[None]:
+    def divergence_recorded(self) -> Iterator[None]:
         """A replay divergence raised inside is recorded as an event, then propagates."""
         try:
             yield
@@ -495,54 +431,74 @@ class Engine:
     # -- the end ------------------------------------------------------------------
 
     def close(self) -> None:
-        """End the run if the test left it open, and flush the recording."""
+        """End the run if the test left it open, and flush the recording; then name the
+        analyzers that failed on the way (a warning turned into an error is raised here,
+        never in the middle of the agent's run)."""
         if self.started and not self._finished:
             self.finish_completed(None)
         self.recorder.close()
+        failures, self._analyzer_failures = self._analyzer_failures, {}
+        for event_type, error in failures.items():
+            warnings.warn(
+                RolloutWarning(
+                    f"an analyzer failed on a {event_type} event and said nothing of it: {error}"
+                ),
+                stacklevel=2,
+            )
 
     @property
     def used(self) -> bool:
         """Whether the test recorded anything at all."""
         return self.started
 
-    def events(self, *, like_golden: bool = False) -> tuple[Event, ...]:
-        """This run's events so far, as the loader reads them back: objects of the caller's
-        own, unless ``like_golden``, where they share what they have in common with the
-        golden's events (for the verdict, which changes neither)."""
+    def events(self) -> tuple[Event, ...]:
+        """This run's events, as the loader reads them back (read once the run is over)."""
         if not self.started:
             return ()
         if not self._finished:
             raise RolloutError("the run is still open: compare after the rollout.run() block")
-        return self.recorder.rollout(like=self._golden_lines if like_golden else None).events
+        if self._run is None:
+            self._run = self.recorder.rollout()
+        return self._run.events
 
     def divergences(self) -> list[Divergence]:
         """Replay's divergences, then what the run left unconsumed (unless allowed)."""
         if self._replay is None:
             return []
         found = list(self._replay.divergences)
-        if not self.allow_unconsumed and self._finished:
+        if not self.setup.allow_unconsumed and self._finished:
             found.extend(self._replay.leftovers())
         return found
 
     def verdict(self) -> Verdict:
-        """Compare this run with its golden (closing the run first if it is still open)."""
+        """Compare this run with its golden (closing the run first if it is still open).
+
+        The run is read like its golden: its lines that are the golden's but for their time
+        share the golden's data, and compare at once (docs/performance.md)."""
         if self._verdict is not None:
             return self._verdict
-        golden = self.require_golden()
+        golden = self._golden
+        run = self.require_golden()
+        assert golden is not None
         if self.started and not self._finished:
             self.finish_completed(None)
+        if self.started:
+            path = self.recorder.path or "<recorded>"
+            events = loads(self.recorder.getvalue(), path=path, like=golden.lines).events
+        else:
+            events = ()
         report = drift_report(
-            golden.events,
-            self.events(like_golden=True),
-            self.options,
+            run.events,
+            events,
+            self.setup.options,
             divergences=self.divergences(),
-            error_types=self.error_types,
+            error_types=self.setup.error_types,
             json_data=True,  # both runs are read back from their lines
         )
-        self._golden_lines = None
+        self._golden = golden.without_lines()
         self._verdict = Verdict(
-            golden_path=self.golden_path,
-            run_path=self._run_display or self.recorder.path,
+            golden_path=golden.shown,
+            run_path=self.setup.run_display or self.recorder.path,
             report=report,
         )
         return self._verdict
@@ -554,6 +510,6 @@ class Engine:
 
     def matches_golden(self) -> bool:
         """``rollout == golden``: a run being recorded (or run live) is its own golden."""
-        if self.mode in (Mode.RECORD, Mode.LIVE):
+        if not self.mode.replays_tools:
             return True
         return self.verdict().matched

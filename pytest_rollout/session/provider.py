@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..format.jsonable import to_json_data_or_placeholder as plain
-from ..replay.history import TurnRequest, new_messages
+from ..replay.history import RequestHistory, TurnRequest, new_messages
 from ..replay.turn import Turn, coerce_turn
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class ProviderProxy:
         self._engine = engine
         self._inner = inner
         self._replayed = replayed
-        self._history = engine.request_history()
+        self._history = RequestHistory(engine.redact)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -2,14 +2,19 @@
 run, assert on it, compare it with its golden.
 
 Everything it records goes through its :class:`~pytest_rollout.session.engine.Engine`,
-which the plugin and the SDK exchange talk to directly.
+which the plugin talks to directly, and SDK clients through the engine's
+:class:`~pytest_rollout.session.sdk_port.SdkPort`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType
 from typing import Any, TypeVar, overload
 
 from ..analysis.analyzers import AnalyzerOptions, Antipattern, find_antipatterns, parse_analyzers
@@ -27,29 +32,67 @@ from ..format.events import Event
 from ..format.recorder import Recorder
 from ..replay.fork import ForkResult
 from ..replay.fork import fork as fork_run
+from ..replay.mode import Mode
 from ..replay.recorded import RecordedProvider
+from ..safety.sanitize import sanitize
 from ..sdk import clients as sdk
-from ..store.golden import GoldenRef
-from .engine import Engine
+from ..store.golden import GoldenRef, UnrecordedToolsError
+from ..store.golden_store import LoadedGolden
+from .engine import AuditSink, Engine
 from .frameworks import ACCEPTED, wrap_tools
-from .mode import Mode, RunHandle
 from .provider import ProviderProxy
-from .tools import UnrecordedToolsError, wrap_tool
+from .sdk_port import SdkPort
+from .setup import RunSetup
+from .tools import wrap_tool
 
-__all__ = ["RolloutSession"]
+__all__ = ["RolloutSession", "RunHandle"]
 
 _T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class RunHandle:
+    """Yielded by ``rollout.run()``: set ``output`` to the agent's final answer."""
+
+    output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailedComparison:
+    """``rollout == golden`` came out false: the verdict it read, and the code it was
+    written in (the function whose ``assert`` then fails on it)."""
+
+    verdict: Verdict
+    code: CodeType | None
 
 
 class RolloutSession:
     """One test's agent run, as the test sees it (the ``rollout`` fixture).
 
-    Built with the engine's keyword arguments (mode, recorder, golden, options, ...); the
+    ``setup`` says how the run is recorded, replayed and compared; ``golden`` is the test's
+    golden in dry and full replay (:meth:`~pytest_rollout.store.golden_store.GoldenStore.open`);
+    ``audit`` is where its actions are written when the session keeps an audit trail. The
     plugin builds it, and tests of the library may build one directly.
     """
 
-    def __init__(self, **engine_options: Any) -> None:
-        self.engine = Engine(**engine_options)
+    def __init__(
+        self,
+        setup: RunSetup,
+        recorder: Recorder,
+        golden: LoadedGolden | None = None,
+        audit: AuditSink | None = None,
+    ) -> None:
+        self.engine = Engine(setup, recorder, golden, audit)
+        self._port: SdkPort | None = None
+        #: The last ``rollout == golden`` that came out false (``None``: none did).
+        self.failed_comparison: FailedComparison | None = None
+
+    @property
+    def _sdk(self) -> SdkPort:
+        """The port the test's SDK clients share (one turn log for all of them)."""
+        if self._port is None:
+            self._port = SdkPort(self.engine)
+        return self._port
 
     # -- what the test wraps ------------------------------------------------------
 
@@ -123,14 +166,10 @@ class RolloutSession:
     def _refuse_unrecorded(self) -> None:
         """In dry replay of a golden with unrecorded tool calls (``rollout_unrecorded_tools
         = fail``): fail at once, before the agent's tools can run live."""
-        engine = self.engine
-        if engine.mode is Mode.DRY and engine.golden is None:
-            try:
-                engine.require_golden()
-            except UnrecordedToolsError:
-                raise
-            except RolloutError:
-                pass
+        __tracebackhide__ = True
+        golden = self.engine.golden
+        if golden is not None and isinstance(golden.error, UnrecordedToolsError):
+            raise golden.error
 
     # -- SDK clients ----------------------------------------------------------------
 
@@ -139,33 +178,33 @@ class RolloutSession:
         (and answered from the golden in dry replay). ``transport`` is the live transport
         (default: the network)."""
         self._refuse_unrecorded()
-        return sdk.client(self.engine, "openai", "OpenAI", transport, client_kwargs)
+        return sdk.client(self._sdk, "openai", "OpenAI", transport, client_kwargs)
 
     def async_openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """``openai.AsyncOpenAI``, as :meth:`openai`."""
         self._refuse_unrecorded()
-        return sdk.client(self.engine, "openai", "AsyncOpenAI", transport, client_kwargs)
+        return sdk.client(self._sdk, "openai", "AsyncOpenAI", transport, client_kwargs)
 
     def anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """An ``anthropic.Anthropic`` client, as :meth:`openai`."""
         self._refuse_unrecorded()
-        return sdk.client(self.engine, "anthropic", "Anthropic", transport, client_kwargs)
+        return sdk.client(self._sdk, "anthropic", "Anthropic", transport, client_kwargs)
 
     def async_anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """``anthropic.AsyncAnthropic``, as :meth:`openai`."""
         self._refuse_unrecorded()
-        return sdk.client(self.engine, "anthropic", "AsyncAnthropic", transport, client_kwargs)
+        return sdk.client(self._sdk, "anthropic", "AsyncAnthropic", transport, client_kwargs)
 
     def http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """An HTTP client (``httpx2.Client``, else ``httpx.Client``) whose model requests
         are recorded and replayed: for SDK clients and framework providers built by hand."""
         self._refuse_unrecorded()
-        return sdk.http_client(self.engine, transport, client_kwargs, asynchronous=False)
+        return sdk.http_client(self._sdk, transport, client_kwargs, asynchronous=False)
 
     def async_http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """The ``AsyncClient`` counterpart of :meth:`http_client`."""
         self._refuse_unrecorded()
-        return sdk.http_client(self.engine, transport, client_kwargs, asynchronous=True)
+        return sdk.http_client(self._sdk, transport, client_kwargs, asynchronous=True)
 
     # -- the run --------------------------------------------------------------------
 
@@ -251,7 +290,7 @@ class RolloutSession:
     def errors(self) -> tuple[Event, ...]:
         """The run's error events (``run.failed``, ``error.context``, ... and the types of
         ``pytest_rollout_error_types``)."""
-        return error_events(self.engine.events(), self.engine.error_types)
+        return error_events(self.engine.events(), self.engine.setup.error_types)
 
     @property
     def antipatterns(self) -> list[Antipattern]:
@@ -275,8 +314,29 @@ class RolloutSession:
             raise AssertionError(message)
 
     def __eq__(self, other: object) -> bool:
+        """``rollout == golden``: whether this run matches the golden the test replays. A
+        :class:`GoldenRef` of another file is a usage error: the run was replayed from this
+        test's golden, so only that one can say whether it still holds."""
+        __tracebackhide__ = True
         if not isinstance(other, GoldenRef):
             return NotImplemented
-        return self.engine.matches_golden()
+        self._check_ref(other)
+        if self.engine.matches_golden():
+            return True
+        caller = sys._getframe(1)  # the function whose assert fails on this
+        self.failed_comparison = FailedComparison(self.engine.verdict(), caller.f_code)
+        return False
+
+    def _check_ref(self, ref: GoldenRef) -> None:
+        __tracebackhide__ = True
+        own = self.engine.setup.golden_path
+        if own is None or Path(ref.path) == own:
+            return
+        raise RolloutError(
+            f"rollout == {sanitize(repr(ref))} names another file than this test's golden "
+            f"({sanitize(str(own))}): a run is compared with the golden it was recorded as "
+            f"and replayed from. Compare with the golden fixture, or make that file this "
+            f"test's golden with @pytest.mark.rollout(golden=...)"
+        )
 
     __hash__ = None  # type: ignore[assignment]

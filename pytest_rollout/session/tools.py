@@ -28,7 +28,6 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from ..errors import RolloutError
 from ..format.jsonable import (
     encode_event,
     json_default,
@@ -42,7 +41,6 @@ __all__ = [
     "AnnouncedCalls",
     "Binder",
     "ToolRecorder",
-    "UnrecordedToolsError",
     "acall_recorded",
     "bind_arguments",
     "call_recorded",
@@ -53,13 +51,6 @@ __all__ = [
 #: The annotations of a framework's context parameter (matched by name, so that no framework
 #: is imported to recognise one).
 _CONTEXT_TYPES: Final = frozenset({"RunContext", "RunContextWrapper", "ToolContext"})
-
-
-class UnrecordedToolsError(RolloutError):
-    """A golden whose turns announced tool calls that were never recorded: in dry replay
-    those tools would run live, so the test is not replayed (``rollout_unrecorded_tools``)."""
-
-    __module__ = "pytest_rollout"
 
 
 #: Where a recorded argument comes from: its name, then a positional argument's index, a

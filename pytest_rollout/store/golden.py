@@ -58,6 +58,7 @@ __all__ = [
     "GoldenEditedError",
     "GoldenMissingError",
     "GoldenRef",
+    "UnrecordedToolsError",
     "WriteResult",
     "find_unused",
     "golden_path",
@@ -91,6 +92,13 @@ class GoldenMissingError(RolloutError):
 class GoldenEditedError(RolloutError):
     """A test's golden no longer matches its receipt: it changed after it was recorded
     (edited, truncated), or it has no receipt. Nothing of it is replayed."""
+
+    __module__ = "pytest_rollout"
+
+
+class UnrecordedToolsError(RolloutError):
+    """A golden whose turns announced tool calls that were never recorded: in dry replay
+    those tools would run live, so the test is not replayed (``rollout_unrecorded_tools``)."""
 
     __module__ = "pytest_rollout"
 

@@ -28,7 +28,7 @@ def _session(
     options: AnalyzerOptions | None = None,
     audit: AuditTrailSink | None = None,
 ) -> RolloutSession:
-    return new_session(mode, golden, analyzers=options, audit=audit)
+    return new_session(mode, golden, analyzers=options or AnalyzerOptions(), audit=audit)
 
 
 ALL = AnalyzerOptions(enabled=parse_analyzers(["all"]))

@@ -3,12 +3,15 @@ their time share the golden's data, and its verdict is the one two separate load
 
 from __future__ import annotations
 
-from sessions import Scripted, new_session, scripted_agent, scripted_turns
+from pathlib import Path
+
+from sessions import GOLDEN_PATH, Scripted, new_session, scripted_agent, scripted_turns
 from test_loader_pair import EVENTS, START, recorded
 
 from pytest_rollout.diff.drift import drift_report
 from pytest_rollout.format.loader import loads, loads_reference
 from pytest_rollout.session import Mode
+from pytest_rollout.store.golden_store import LoadedGolden
 
 
 def test_loads_like_a_reference_gives_the_events_loads_gives() -> None:
@@ -34,9 +37,9 @@ def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> 
     recording = new_session(Mode.RECORD)
     scripted_agent(recording, Scripted(scripted_turns()))
     golden, lines = loads_reference(recording.recorder.getvalue(), path="golden.jsonl")
-    replay = new_session(Mode.DRY, golden, golden_lines=lines)
+    replay = new_session(Mode.DRY, LoadedGolden(Path(GOLDEN_PATH), GOLDEN_PATH, golden, lines))
     scripted_agent(replay)
-    run = replay.engine.events(like_golden=True)
+    run = loads(replay.recorder.getvalue(), path="run.jsonl", like=lines).events  # as judged
     plain = replay.recorder.rollout().events  # read on its own
     assert run == plain
     shared = {x.type for x, y in zip(golden.events, run, strict=True) if x.data is y.data}
@@ -48,4 +51,4 @@ def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> 
     assert not any(x.data is y.data for x, y in zip(golden.events, mine, strict=True))
     verdict = replay.engine.verdict()
     assert verdict.matched
-    assert verdict.report == drift_report(golden.events, plain, replay.engine.options)
+    assert verdict.report == drift_report(golden.events, plain, replay.engine.setup.options)

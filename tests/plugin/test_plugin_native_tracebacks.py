@@ -1,40 +1,60 @@
-"""A failure whose report the plugin writes itself is drawn by pytest in the native style.
+"""A failure whose report the plugin writes itself is drawn by pytest at its last frame only.
 
-pytest builds a failed test's report before the plugin replaces it with its own text; in the
-long style that meant reading and parsing the source of every frame of the agent's SDK or
-framework (0.4-1.5 s a failure), only to throw it away.
+pytest builds a failed test's report before the plugin's text stands in for its traceback;
+drawing every frame of the agent's SDK or framework meant reading and parsing their source
+(0.4-1.5 s a failure), only to throw it away.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
 import pytest
 from plugin_agent import record, run, write_project
 
-from pytest_rollout.plugin.runs import native_traceback
+#: Notes how many frames pytest had to draw of each failure it reported.
+COUNT_FRAMES = """
+import pytest
+
+DRAWN = []
 
 
-def _boom() -> None:
-    raise ValueError("boom")
+def pytest_exception_interact(node, call, report):
+    DRAWN.append(f"{node.name} {len(call.excinfo.traceback)}")
 
 
-class _Item:
-    """An item as far as drawing a failure goes."""
+def pytest_sessionfinish(session):
+    with open("drawn.txt", "w", encoding="utf-8") as out:
+        out.write("\\n".join(DRAWN))
+"""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
-        return "drawn as configured"
+#: The agent's changed tool call ends the run in a replay divergence, raised deep inside the
+#: agent's own frames.
+DIVERGING_TEST = """
+import os
+
+from agent import TOOLS, ScriptedLLM, agent
 
 
-def test_within_an_item_draws_failures_natively_then_as_before() -> None:
-    item = cast(pytest.Item, _Item())
-    with pytest.raises(ValueError, match="boom") as caught:
-        _boom()
-    with native_traceback(item):
-        native = str(item.repr_failure(caught))
-    assert native.startswith("Traceback (most recent call last):")
-    assert native.rstrip().endswith("ValueError: boom")
-    assert item.repr_failure(caught) == "drawn as configured"
+def test_weather(rollout, golden):
+    llm = rollout.provider(ScriptedLLM())
+    tools = rollout.tools(TOOLS)
+    with rollout.run(prompt="weather?") as run:
+        run.output = agent(llm, tools, "weather?", os.environ.get("AGENT_CHANGE", ""))
+    assert rollout == golden
+"""
+
+
+def test_a_failure_the_plugin_reports_itself_is_drawn_at_its_last_frame_only(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_project(pytester, test_diverging_agent=DIVERGING_TEST)
+    pytester.makeconftest(COUNT_FRAMES)
+    record(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("AGENT_CHANGE", "argument")
+    result = run(pytester, ())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["this run left its golden at step *: tool_call_mismatch*"])
+    drawn = (pytester.path / "drawn.txt").read_text(encoding="utf-8")
+    assert drawn == "test_weather 1"
 
 
 #: A plain failure of a test that uses the fixture keeps pytest's own long traceback.
@@ -54,21 +74,6 @@ def test_a_failure_the_plugin_does_not_report_keeps_pytest_s_traceback(
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([">       assert value == 2", "E       assert 1 == 2"])
-
-
-def test_an_item_s_own_repr_failure_is_put_back() -> None:
-    item = cast(pytest.Item, _Item())
-    own = vars(item)
-    own["repr_failure"] = _drawn_by_another_plugin
-    with pytest.raises(ValueError, match="boom") as caught:
-        _boom()
-    with native_traceback(item):
-        assert str(item.repr_failure(caught)).startswith("Traceback (most recent call last):")
-    assert item.repr_failure(caught) == "drawn by another plugin"
-
-
-def _drawn_by_another_plugin(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
-    return "drawn by another plugin"
 
 
 #: An expected failure: the agent's changed tool call ends the run in a replay divergence.

@@ -16,6 +16,7 @@ from pytest_rollout import CanonicalOptions, RolloutError, load, loads
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.plugin.snapshot import RolloutSnapshotExtension, serialize_events
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session.setup import RunSetup
 
 GOLDEN = (
     Path(__file__).resolve().parents[2]
@@ -119,9 +120,7 @@ def test_the_failure_lines_are_the_first_divergence_report() -> None:
 
 def test_only_a_finished_run_can_be_snapshotted() -> None:
     ext = RolloutSnapshotExtension()
-    session = RolloutSession(
-        test_id="t.py::test", mode=Mode.LIVE, recorder=Recorder(None), golden_path="g.jsonl"
-    )
+    session = RolloutSession(RunSetup(test_id="t.py::test", mode=Mode.LIVE), Recorder(None))
     with pytest.raises(RolloutError, match="the rollout recorded nothing"):
         ext.serialize(session)
     with pytest.raises(TypeError, match="not dict"):
@@ -133,9 +132,7 @@ def test_only_a_finished_run_can_be_snapshotted() -> None:
 
 
 def test_a_run_left_open_is_closed_first() -> None:
-    session = RolloutSession(
-        test_id="t.py::test", mode=Mode.LIVE, recorder=Recorder(None), golden_path="g.jsonl"
-    )
+    session = RolloutSession(RunSetup(test_id="t.py::test", mode=Mode.LIVE), Recorder(None))
     session.emit("custom.note", text="hello")  # opens the run, never closed by the test
 
     events = loads(serialized(session)).events

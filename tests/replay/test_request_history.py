@@ -17,6 +17,8 @@ from pytest_rollout.replay.history import RequestHistory, request_hash
 from pytest_rollout.safety.redact import Redactor
 from pytest_rollout.sdk.wire import api_for, key_messages
 from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session.setup import RunSetup
+from pytest_rollout.store.golden_store import LoadedGolden
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KEY = "sk-proj-" + "Q7abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
@@ -144,10 +146,8 @@ class _Echo:
 
 def _session(redactor: Redactor | None = None) -> RolloutSession:
     return RolloutSession(
-        test_id="t.py::test_agent",
-        mode=Mode.RECORD,
-        recorder=Recorder(redactor=redactor or REDACTORS["redacted"]),
-        golden_path="golden/t/test_agent.jsonl",
+        RunSetup(test_id="t.py::test_agent"),
+        Recorder(redactor=redactor or REDACTORS["redacted"]),
     )
 
 
@@ -213,11 +213,9 @@ def test_a_replayed_run_matches_its_recording_turn_by_turn() -> None:
         agent(provider)
     session.close()
     replay = RolloutSession(
-        test_id="t.py::test_agent",
-        mode=Mode.DRY,
-        recorder=Recorder(redactor=REDACTORS["redacted"]),
-        golden_path="golden/t/test_agent.jsonl",
-        golden=session.recorder.rollout(),
+        RunSetup(test_id="t.py::test_agent", mode=Mode.DRY),
+        Recorder(redactor=REDACTORS["redacted"]),
+        LoadedGolden.of(session.recorder.rollout(), "golden/t/test_agent.jsonl"),
     )
     with replay.run():
         agent(replay.provider())

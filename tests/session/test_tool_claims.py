@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.replay.mode import Mode
 from pytest_rollout.replay.turn import ToolCall, Turn
-from pytest_rollout.session.mode import Mode
 from pytest_rollout.session.rollout import RolloutSession
+from pytest_rollout.session.setup import RunSetup
 from pytest_rollout.session.tools import AnnouncedCalls
 
 
@@ -74,12 +75,7 @@ class _Provider:
 
 def test_completed_call_records_its_duration_in_ms_to_the_microsecond(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    session = RolloutSession(
-        test_id="t::claims",
-        mode=Mode.RECORD,
-        recorder=Recorder(path),
-        golden_path=str(tmp_path / "golden.jsonl"),
-    )
+    session = RolloutSession(RunSetup(test_id="t::claims", mode=Mode.RECORD), Recorder(path))
     provider = session.provider(_Provider())
     tools = session.tools({"add": lambda x, y: x + y})
     with session.run(prompt="p"):

@@ -30,7 +30,8 @@ from pytest_rollout.format.events import (
 from pytest_rollout.format.jsonable import to_json_data_or_placeholder
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.safety.redact import Redactor
-from pytest_rollout.session import Mode, RolloutSession
+from pytest_rollout.session import RolloutSession
+from pytest_rollout.session.setup import RunSetup
 from pytest_rollout.session.tools import Binder, bind_arguments
 
 
@@ -96,9 +97,7 @@ class ScriptedModel:
 
 
 def _session(recorder: Recorder) -> RolloutSession:
-    return RolloutSession(
-        test_id="test_tools.py::test_agent", mode=Mode.RECORD, recorder=recorder, golden_path="g"
-    )
+    return RolloutSession(RunSetup(test_id="test_tools.py::test_agent"), recorder)
 
 
 def _first_turn(session: RolloutSession) -> None:

@@ -1,12 +1,11 @@
-"""How a test's providers and tools run, and what ``rollout.run()`` hands the test."""
+"""How a test's providers and tools run: recorded live, replayed from the golden (dry or
+full), or live and compared with nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
-__all__ = ["Mode", "RunHandle"]
+__all__ = ["Mode"]
 
 
 class Mode(StrEnum):
@@ -25,10 +24,3 @@ class Mode(StrEnum):
     @property
     def replays_tools(self) -> bool:
         return self in (Mode.DRY, Mode.FULL)
-
-
-@dataclass(slots=True)
-class RunHandle:
-    """Yielded by ``rollout.run()``: set ``output`` to the agent's final answer."""
-
-    output: Any = None

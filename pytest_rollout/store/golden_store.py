@@ -1,0 +1,208 @@
+"""A session's goldens: each one opened for the test that replays it, and a recorded run
+kept as a test's new golden.
+
+:class:`GoldenStore` owns a golden's whole life apart from where it lives
+(:mod:`~pytest_rollout.store.golden`):
+
+- :meth:`GoldenStore.open`, before a test replays its golden: the folder is settled (a
+  write that a crash interrupted is finished or undone), the golden is read and checked
+  against its receipt, an edited golden is refused (or, with ``accept_edits``, sealed
+  anew), and in dry replay a golden whose tool calls were never recorded is refused (or
+  warned about). What comes out is one :class:`LoadedGolden`: the run, or the error that
+  says why there is none; the test fails with that error when it asks for the golden.
+- :meth:`GoldenStore.keep`, after a test recorded a run: the golden and its receipt are
+  written as one unit, only when the run changed, and never over a golden that a test
+  names by its path (one the user keeps, such as an imported incident).
+
+Nothing here imports pytest; the plugin maps each test onto these two calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Final
+
+from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from ..diff.integrity import unrecorded_calls, unrecorded_text
+from ..errors import RolloutError, RolloutWarning
+from ..format.bulk import Parsed
+from ..format.loader import Rollout, loads_reference, read_rollout_bytes
+from ..replay.mode import Mode
+from ..safety.redact import RedactionMode, Redactor
+from .golden import (
+    GoldenEditedError,
+    GoldenMissingError,
+    UnrecordedToolsError,
+    WriteResult,
+    recover_pair,
+    write_golden_and_receipt,
+)
+from .receipt import ReceiptStatus, make_receipt, verify, write_receipt
+
+__all__ = ["GoldenStore", "Kept", "LoadedGolden"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedGolden:
+    """A test's golden as its replay and its verdict use it: the run, or why there is none.
+
+    ``shown`` is its path as the user reads it in a report; ``lines`` is what lets the
+    test's run be read like it at the verdict (:func:`~pytest_rollout.format.loader.loads`).
+    ``resealed``: it had been edited since it was recorded, and was accepted and sealed
+    anew (``accept_edits``).
+    """
+
+    path: Path
+    shown: str
+    rollout: Rollout | None = None
+    lines: Parsed | None = None
+    error: RolloutError | None = None
+    resealed: bool = False
+
+    @classmethod
+    def of(cls, rollout: Rollout, path: str | Path = "golden.jsonl") -> LoadedGolden:
+        """A golden already in hand (a test of the library, a file loaded by the caller)."""
+        return cls(Path(path), str(path), rollout)
+
+    @property
+    def loaded(self) -> bool:
+        return self.rollout is not None
+
+    def require(self) -> Rollout:
+        """The golden's run, or the error that says why there is none, raised."""
+        if self.rollout is not None:
+            return self.rollout
+        assert self.error is not None  # the store makes one or the other
+        raise self.error
+
+    def without_lines(self) -> LoadedGolden:
+        """The same golden, once nothing is left to read like it (its lines freed)."""
+        return dataclasses.replace(self, lines=None) if self.lines is not None else self
+
+
+class Kept(StrEnum):
+    """What :meth:`GoldenStore.keep` did with a recorded run."""
+
+    CREATED = WriteResult.CREATED.value
+    UPDATED = WriteResult.UPDATED.value
+    UNCHANGED = WriteResult.UNCHANGED.value
+    #: A golden the test names by its path (outside the golden folder): never rewritten.
+    NAMED = "named by path, left as is"
+
+
+class GoldenStore:
+    """The goldens under ``golden_dir`` and those that tests name by path.
+
+    ``accept_edits``: a golden that no longer matches its receipt is replayed and sealed
+    anew, instead of refused. ``fail_unrecorded``: a dry replay of a golden with unrecorded
+    tool calls is refused (else a :class:`~pytest_rollout.errors.RolloutWarning` is
+    issued and the tools run live). ``show`` renders a path for a message.
+    """
+
+    def __init__(
+        self,
+        golden_dir: Path,
+        *,
+        accept_edits: bool = False,
+        fail_unrecorded: bool = True,
+        show: Callable[[Path], str] = str,
+    ) -> None:
+        self.golden_dir = golden_dir
+        self.accept_edits = accept_edits
+        self.fail_unrecorded = fail_unrecorded
+        self.show = show
+
+    def owns(self, path: Path) -> bool:
+        """Whether ``path`` lies in the golden folder (else a test names it by path)."""
+        return path.is_relative_to(self.golden_dir)
+
+    # -- before a replay ---------------------------------------------------------------
+
+    def open(self, path: Path, mode: Mode, *, test_id: str, redactor: Redactor) -> LoadedGolden:
+        """The golden at ``path`` for the test ``test_id`` to replay in ``mode`` (dry or
+        full). Never raises: a golden that cannot be replayed comes back with its error."""
+        if not mode.replays_tools:
+            raise ValueError(f"a golden is replayed in dry or full mode, not {mode.value}")
+        shown = self.show(path)
+        if self.owns(path):
+            recover_pair(self.golden_dir, path)  # a write a crash interrupted: finish or undo
+        if not path.exists():
+            hint = f"Record it with: pytest --rollout-record {shlex.quote(test_id)}"
+            return LoadedGolden(path, shown, error=GoldenMissingError(shown, hint))
+        try:
+            golden = self._verified(path, shown, test_id, redactor)
+            if mode is Mode.DRY:
+                self._refuse_unrecorded(golden, test_id)
+        except RolloutError as exc:
+            return LoadedGolden(path, shown, error=exc)
+        return golden
+
+    def _verified(self, path: Path, shown: str, test_id: str, redactor: Redactor) -> LoadedGolden:
+        """The golden, once its receipt vouches for its bytes (docs/secrets.md)."""
+        data = read_rollout_bytes(path)
+        check = verify(path, data)
+        edited = check.status is not ReceiptStatus.OK
+        if edited and not self.accept_edits:
+            raise GoldenEditedError(dataclasses.replace(check, golden=shown).message(test_id))
+        rollout, lines = loads_reference(data, path=str(path))  # a refused golden: never sealed
+        if edited:
+            seal = make_receipt(
+                data, redaction_mode=redactor.mode.value, rules_sha256=redactor.rules_digest
+            )
+            write_receipt(path, seal)
+        return LoadedGolden(path, shown, rollout, lines, resealed=edited)
+
+    def _refuse_unrecorded(self, golden: LoadedGolden, test_id: str) -> None:
+        """A golden whose tool calls were not recorded: a dry replay would run those tools
+        live, so it is refused (``fail_unrecorded``) or warned about."""
+        calls = unrecorded_calls(golden.require().events)
+        if not calls:
+            return
+        text = f"{golden.shown}: {unrecorded_text(calls)}"
+        if not self.fail_unrecorded:
+            warnings.warn(RolloutWarning(text), stacklevel=2)
+            return
+        raise UnrecordedToolsError(
+            f"{text}\nThis dry replay would run them live, so it stops here. Wrap them, then "
+            f"re-record: pytest --rollout-record {shlex.quote(test_id)} (or set "
+            f"rollout_unrecorded_tools = warn to let them run live)"
+        )
+
+    # -- after a recording ---------------------------------------------------------------
+
+    def keep(
+        self,
+        path: Path,
+        run: bytes,
+        redactor: Redactor,
+        options: CanonicalOptions = DEFAULT_OPTIONS,
+    ) -> Kept:
+        """Make ``run`` (a whole recorded rollout) the golden at ``path``, with its receipt,
+        as one unit: unchanged when the golden there compares equal to it, and never for a
+        golden named by path. Raises :class:`~pytest_rollout.errors.RolloutError` when the
+        run cannot be kept (the loader refuses it, a secret is left in its bytes)."""
+        if not self.owns(path):
+            return Kept.NAMED
+        result = write_golden_and_receipt(
+            self.golden_dir,
+            path,
+            run,
+            options,
+            redaction_mode=redactor.mode.value,
+            rules_sha256=redactor.rules_digest,
+            scan=None if redactor.mode is RedactionMode.FULL else redactor.scan,
+        )
+        return _KEPT[result]
+
+
+_KEPT: Final = {
+    WriteResult.CREATED: Kept.CREATED,
+    WriteResult.UPDATED: Kept.UPDATED,
+    WriteResult.UNCHANGED: Kept.UNCHANGED,
+}
