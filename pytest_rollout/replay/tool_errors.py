@@ -79,7 +79,7 @@ def _same_class(error: Mapping[str, Any], name: str, message: str) -> BaseExcept
             return rebuilt
     if found.__module__ == "builtins":
         with contextlib.suppress(Exception):
-            return found(message)  # as before: KeyError quotes its message
+            return found(message)  # a built-in error of one argument: KeyError quotes it again
     return None
 
 

@@ -16,7 +16,7 @@ error response the SDK gave up on) so that the order does not depend on that:
 
 - **recording**: turns whose requests overlap in time form a group; their events are held
   until no request is in flight any more, then written ordered by their canonical request
-  key (``messages_hash``). A turn alone in flight is written as it ends, as before.
+  key (``messages_hash``). A turn alone in flight is written as soon as it ends.
 - **dry replay**: answers are immediate, so requests arrive in the order the agent makes
   them. Each request is matched against the golden's turns still open (the first unconsumed
   one and those recorded back to back with it, :func:`window`), and the turns are written in

@@ -114,7 +114,7 @@ def _usage(
 ) -> dict[str, int] | None:
     """A turn's usage. ``cache_read``/``cache_write``: the parts of ``input_tokens`` read
     from and written to the prompt cache, kept only when the API reports some (so a
-    recording without cache use is written as before)."""
+    recording without cache use has no cache fields at all)."""
     tokens_in, tokens_out = _int(input_tokens), _int(output_tokens)
     if tokens_in is None and tokens_out is None:
         return None

@@ -126,6 +126,7 @@ class Engine:
     @property
     def replay(self) -> Replay | None:
         """The replay of the golden (``None`` when this mode replays nothing)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self._golden is None:
             return None
         if self._replay is None:
@@ -141,6 +142,7 @@ class Engine:
 
     def require_golden(self) -> Rollout:
         """The golden rollout, or the error that says why there is none."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self._golden is None:
             raise RolloutError(f"no golden is replayed in {self.mode.value} mode")
         return self._golden.require()
@@ -283,6 +285,7 @@ class Engine:
     def start(self, prompt: Any, meta: Mapping[str, Any]) -> None:
         """Open the run. ``run.started`` is written with the first event that follows, so
         that providers and tools wrapped inside the ``run()`` block are named in it."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self.started:
             raise RolloutError("rollout.run() was entered twice: one test records one run")
         self.started = True
@@ -315,6 +318,7 @@ class Engine:
         self._audit_event(RUN_STARTED, data)
 
     def ensure_started(self) -> None:
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if not self.started:
             self.start(None, {})
         self._emit_start()
@@ -371,6 +375,7 @@ class Engine:
     def replayed_turn(self, request: TurnRequest) -> Turn:
         """The golden's next turn, if ``request`` matches it (else a replay divergence,
         raised and left for the caller to record)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         replay = self.replay
         if replay is None:
             raise RolloutError(f"no golden is replayed in {self.mode.value} mode")
@@ -453,6 +458,7 @@ class Engine:
 
     def events(self) -> tuple[Event, ...]:
         """This run's events, as the loader reads them back (read once the run is over)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if not self.started:
             return ()
         if not self._finished:
@@ -475,6 +481,7 @@ class Engine:
 
         The run is read like its golden: its lines that are the golden's but for their time
         share the golden's data, and compare at once (docs/performance.md)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self._verdict is not None:
             return self._verdict
         golden = self._golden
@@ -510,6 +517,7 @@ class Engine:
 
     def matches_golden(self) -> bool:
         """``rollout == golden``: a run being recorded (or run live) is its own golden."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if not self.mode.replays_tools:
             return True
         return self.verdict().matched

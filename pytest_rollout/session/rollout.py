@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
@@ -98,6 +98,7 @@ class RolloutSession:
 
     def provider(self, live: Any = None) -> ProviderProxy:
         """Wrap a provider: live when recording, the golden's turns in dry replay."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         engine = self.engine
         if engine.mode is Mode.DRY:
@@ -118,6 +119,7 @@ class RolloutSession:
 
     def recorded_provider(self) -> ProviderProxy:
         """A provider serving this test's golden turns (what ``recorded_provider`` gives)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         engine = self.engine
         replay = engine.replay
@@ -147,6 +149,7 @@ class RolloutSession:
         ``FunctionToolset``, each given back as an object of its class with the same name,
         description and schema (docs/frameworks.md).
         """
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         engine = self.engine
         if isinstance(tools, Mapping):
@@ -177,43 +180,54 @@ class RolloutSession:
         """An ``openai.OpenAI`` client built with ``client_kwargs``, its requests recorded
         (and answered from the golden in dry replay). ``transport`` is the live transport
         (default: the network)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return sdk.client(self._sdk, "openai", "OpenAI", transport, client_kwargs)
 
     def async_openai(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """``openai.AsyncOpenAI``, as :meth:`openai`."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return sdk.client(self._sdk, "openai", "AsyncOpenAI", transport, client_kwargs)
 
     def anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """An ``anthropic.Anthropic`` client, as :meth:`openai`."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return sdk.client(self._sdk, "anthropic", "Anthropic", transport, client_kwargs)
 
     def async_anthropic(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """``anthropic.AsyncAnthropic``, as :meth:`openai`."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return sdk.client(self._sdk, "anthropic", "AsyncAnthropic", transport, client_kwargs)
 
     def http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """An HTTP client (``httpx2.Client``, else ``httpx.Client``) whose model requests
         are recorded and replayed: for SDK clients and framework providers built by hand."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return sdk.http_client(self._sdk, transport, client_kwargs, asynchronous=False)
 
     def async_http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
         """The ``AsyncClient`` counterpart of :meth:`http_client`."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return sdk.http_client(self._sdk, transport, client_kwargs, asynchronous=True)
 
     # -- the run --------------------------------------------------------------------
 
-    @contextmanager
-    def run(self, prompt: Any = None, **meta: Any) -> Iterator[RunHandle]:
+    def run(self, prompt: Any = None, **meta: Any) -> AbstractContextManager[RunHandle]:
         """Bracket the agent run: ``run.started`` on entry, ``run.completed`` or
-        ``run.failed`` on exit (the exception still propagates)."""
+        ``run.failed`` on exit (the exception still propagates). A run refused (a second
+        one, a golden that cannot be replayed) is refused here, on the test's own line."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         self.engine.start(prompt, meta)
+        return self._running()
+
+    @contextmanager
+    def _running(self) -> Iterator[RunHandle]:
         handle = RunHandle()
         try:
             yield handle
@@ -228,14 +242,17 @@ class RolloutSession:
 
     def fork(self, step: int, **options: Any) -> ForkResult:
         """The golden's conversation up to and including ``step`` (see :func:`fork`)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return fork_run(self.engine.require_golden().events, step, **options)
 
     def events(self) -> tuple[Event, ...]:
         """This run's events, as the loader reads them back (after the ``run()`` block)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return self.engine.events()
 
     def verdict(self) -> Verdict:
         """This run against its golden: the drift report behind ``rollout == golden``."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return self.engine.verdict()
 
     def close(self) -> None:
@@ -257,6 +274,7 @@ class RolloutSession:
     def analyze(self, *names: str, **options: Any) -> None:
         """Turn on analyzers for this test (``"all"`` for every one), with their options
         (``cost_multiplier=3.0``, ``context_limit=32000``, ...), before the run starts."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         engine = self.engine
         if engine.started:
             raise RolloutError("rollout.analyze() must be called before the run starts")
@@ -274,27 +292,32 @@ class RolloutSession:
     @property
     def cost_usd(self) -> float | None:
         """What the run cost, when its turns reported a cost."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return summarize(self.engine.events()).cost_usd
 
     @property
     def steps(self) -> int:
         """How many steps the run took (one per LLM turn)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return summarize(self.engine.events()).steps
 
     @property
     def tool_calls(self) -> Mapping[str, tuple[ToolCallRecord, ...]]:
         """The run's tool calls by tool name: ``rollout.tool_calls["get_weather"]``."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return tool_calls_by_name(self.engine.events())
 
     @property
     def errors(self) -> tuple[Event, ...]:
         """The run's error events (``run.failed``, ``error.context``, ... and the types of
         ``pytest_rollout_error_types``)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         return error_events(self.engine.events(), self.engine.setup.error_types)
 
     @property
     def antipatterns(self) -> list[Antipattern]:
         """Tools the run called with the same arguments 3 or more times."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         threshold = self.engine.analyzer_options.antipattern_threshold
         return find_antipatterns(self.engine.events(), threshold)
 

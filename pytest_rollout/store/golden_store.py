@@ -76,6 +76,7 @@ class LoadedGolden:
 
     def require(self) -> Rollout:
         """The golden's run, or the error that says why there is none, raised."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self.rollout is not None:
             return self.rollout
         assert self.error is not None  # the store makes one or the other

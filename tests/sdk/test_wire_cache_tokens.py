@@ -1,5 +1,5 @@
 """Prompt-cache tokens read from each API's usage: parts of ``input_tokens``, kept only when
-the API reports some (a recording without cache use is written as before)."""
+the API reports some (a recording without cache use has no cache fields)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Recording a wrapped tool's calls: each event encoded once, the lines as they always were.
+"""Recording a wrapped tool's calls: each event encoded once, into the lines the recorder makes
+of any event.
 
 A tool call's arguments and result go from the agent to the file in one encoding; these
 tests pin that the lines are byte for byte those of recording the plain data, whatever the

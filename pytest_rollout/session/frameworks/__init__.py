@@ -41,6 +41,7 @@ def _framework(obj: Any) -> str | None:
 
 
 def _plain(recorder: ToolRecorder, obj: Any) -> tuple[Any, list[str]]:
+    __tracebackhide__ = True  # a usage error: the traceback ends in the test
     name = getattr(obj, "__name__", None)
     if isinstance(obj, partial):
         name = getattr(obj.func, "__name__", None)
@@ -54,6 +55,7 @@ def _plain(recorder: ToolRecorder, obj: Any) -> tuple[Any, list[str]]:
 
 def wrap_one(recorder: ToolRecorder, obj: Any) -> tuple[Any, list[str]]:
     """``obj`` wrapped, and the names of the tools it holds (a toolset holds several)."""
+    __tracebackhide__ = True  # a usage error: the traceback ends in the test
     module = _framework(obj)
     if module is not None:
         wrap: Callable[[ToolRecorder, Any], tuple[Any, list[str]]] = import_module(
@@ -70,6 +72,7 @@ def wrap_one(recorder: ToolRecorder, obj: Any) -> tuple[Any, list[str]]:
 
 def wrap_tools(recorder: ToolRecorder, tools: Sequence[Any]) -> tuple[list[Any], list[str]]:
     """Each of ``tools`` wrapped, in order, and the names of every tool they hold."""
+    __tracebackhide__ = True  # a usage error: the traceback ends in the test
     wrapped: list[Any] = []
     names: list[str] = []
     for obj in tools:
