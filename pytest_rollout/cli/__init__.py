@@ -21,7 +21,7 @@ from typing import NoReturn, TextIO
 from ..errors import RolloutError
 from ..safety.sanitize import sanitize
 from .commands import COMMANDS, EXIT_ERROR, Usage
-from .parser import build_parser
+from .parser import COMMAND_NAMES, build_parser
 
 __all__ = ["entry", "main"]
 
@@ -39,7 +39,11 @@ def main(
     it they are freed before ``main`` returns.
     """
     out = sys.stdout if out is None else out
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # A subcommand's own parser is built alone: building all of them costs more than a
+    # small command's work.
+    command = argv[0] if argv and argv[0] in COMMAND_NAMES else None
+    args = _parser(command).parse_args(argv)
     args.keep = [] if keep is None else keep
     try:
         status: int = COMMANDS[args.command](args, out)
@@ -53,10 +57,10 @@ def main(
 
 
 @functools.cache
-def _parser() -> argparse.ArgumentParser:
-    """The parser, built once a process (building it takes longer than a small command's
-    work; a parser keeps nothing from one ``parse_args`` to the next)."""
-    return build_parser()
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``None``: of them all), built once a process (a parser
+    keeps nothing from one ``parse_args`` to the next)."""
+    return build_parser(command)
 
 
 def entry() -> NoReturn:

@@ -1,5 +1,10 @@
 """The ``rollout`` subcommands: each takes the parsed arguments and where to print, and
-returns the exit status."""
+returns the exit status.
+
+Each subcommand imports what it needs when it runs, so a small command pays for its own
+work only: ``rollout show`` never loads the comparison, the receipts or the viewer
+(tests/cli/test_cli_imports.py pins it).
+"""
 
 from __future__ import annotations
 
@@ -9,32 +14,18 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
-from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
-from ..diff.drift import Verdict, drift_report
-from ..diff.integrity import IntegrityReport
-from ..diff.integrity import check as check_integrity
-from ..diff.report import CLI_LABELS, render_verdict
-from ..diff.timeline import cut_short_line, parse_step_range, render_show
 from ..errors import RolloutError
-from ..format.gcpause import collector_paused
-from ..format.loader import Rollout, load, loads, read_rollout_bytes
-from ..format.pair import load_pair
-from ..replay.fork import fork as fork_run
 from ..safety.sanitize import sanitize, terminal_json
-from ..store.audit import AuditCheck, AuditError, verify_audit
-from ..store.receipt import (
-    Receipt,
-    ReceiptStatus,
-    Verification,
-    make_receipt,
-    receipt_path,
-    short_digest,
-    verify,
-    write_receipt,
-)
 from .otel_commands import export_otel, import_otel
+
+if TYPE_CHECKING:
+    from ..diff.canonical import CanonicalOptions
+    from ..diff.integrity import IntegrityReport
+    from ..format.loader import Rollout
+    from ..store.audit import AuditCheck
+    from ..store.receipt import Receipt, Verification
 
 __all__ = ["COMMANDS", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
 
@@ -58,6 +49,9 @@ def _kept(args: argparse.Namespace, rollout: Rollout) -> Rollout:
 
 
 def _fork(args: argparse.Namespace, out: TextIO) -> int:
+    from ..format.loader import load
+    from ..replay.fork import fork as fork_run
+
     result = fork_run(
         _kept(args, load(args.file)).events,
         args.step,
@@ -70,10 +64,11 @@ def _fork(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_SAME
 
 
-_RECEIPT_FAILURES = frozenset({ReceiptStatus.MISMATCH, ReceiptStatus.CORRUPT})
-
-
 def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diff.integrity import check as check_integrity
+    from ..format.loader import loads, read_rollout_bytes
+    from ..store.receipt import verify
+
     checked: list[tuple[str, IntegrityReport, Verification]] = []
     refused = False
     for path in args.files:
@@ -98,11 +93,15 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         out.write(terminal_json({"files": files}) + "\n")
     if refused:
         return EXIT_ERROR
-    clean = all(
-        report.matched and verification.status not in _RECEIPT_FAILURES
-        for _, report, verification in checked
-    )
+    clean = all(report.matched and not _receipt_failed(v) for _, report, v in checked)
     return EXIT_SAME if clean else EXIT_DIFFERENT
+
+
+def _receipt_failed(verification: Verification) -> bool:
+    """A receipt that no longer matches its file, or cannot be read, is a difference."""
+    from ..store.receipt import ReceiptStatus
+
+    return verification.status in {ReceiptStatus.MISMATCH, ReceiptStatus.CORRUPT}
 
 
 def _check_lines(path: str, report: IntegrityReport, verification: Verification) -> list[str]:
@@ -117,7 +116,7 @@ def _check_lines(path: str, report: IntegrityReport, verification: Verification)
         line = "?" if m.line is None else m.line
         lines.append(f"  step {m.step}, call {call} (line {line}): {sanitize(m.reason)}")
     lines.append(f"  receipt: {verification.summary()}")
-    if verification.status in _RECEIPT_FAILURES:
+    if _receipt_failed(verification):
         lines.append(f"  to accept the file as it is now: rollout seal {_shell(path)}")
     return lines
 
@@ -128,6 +127,9 @@ def _shell(path: str) -> str:
 
 
 def _seal(args: argparse.Namespace, out: TextIO) -> int:
+    from ..format.loader import loads, read_rollout_bytes
+    from ..store.receipt import make_receipt, receipt_path, short_digest, verify, write_receipt
+
     mode: str | None = args.redaction_mode
     rules: str | None = args.rules_sha256
     if mode is not None and not mode:
@@ -172,6 +174,9 @@ def _seal(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diff.timeline import cut_short_line, parse_step_range, render_show
+    from ..format.loader import load
+
     steps = None
     if args.step is not None:
         try:
@@ -188,7 +193,10 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diff(args: argparse.Namespace, out: TextIO) -> int:
-    options: CanonicalOptions = DEFAULT_OPTIONS
+    from ..diff.canonical import DEFAULT_OPTIONS
+    from ..format.gcpause import collector_paused
+
+    options = DEFAULT_OPTIONS
     if args.ignore or args.drop_key:
         try:
             options = options.extended(drop_keys=args.drop_key, ignore_paths=args.ignore)
@@ -202,6 +210,10 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextIO) -> int:
+    from ..diff.drift import Verdict, drift_report
+    from ..diff.report import CLI_LABELS, render_verdict
+    from ..format.pair import load_pair
+
     pair = load_pair(args.a, args.b)
     run_a, run_b = _kept(args, pair[0]), _kept(args, pair[1])
     report = drift_report(run_a.events, run_b.events, options, json_data=True)
@@ -217,6 +229,8 @@ def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextI
 
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
+    from ..store.audit import AuditError, verify_audit
+
     expected: str | None = None
     if args.head is not None:
         match = _HEAD.fullmatch(args.head.strip().lower())
@@ -276,7 +290,7 @@ def _audit_lines(name: str, check: AuditCheck, expected: str | None) -> list[str
 
 
 def _view(args: argparse.Namespace, out: TextIO) -> int:
-    from ..view.command import view_command  # only `rollout view` loads the viewer
+    from ..view.command import view_command
 
     return view_command(args.paths, out=out, target=args.out, serve=args.serve)
 

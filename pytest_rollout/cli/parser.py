@@ -1,18 +1,27 @@
-"""The ``rollout`` command's arguments: one function per subcommand."""
+"""The ``rollout`` command's arguments: one function per subcommand.
+
+Building a subcommand's parser costs about half a millisecond (argparse looks up the
+translation of its help texts on disk each time), more than a small command's work, so
+:func:`build_parser` can build the parser of one subcommand alone.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, Final, NoReturn
 
 from .. import __version__
-from ..replay.fork import ForkFormat
 from ..safety.sanitize import sanitize
 from .commands import EXIT_ERROR
 from .otel_commands import add_export_parser, add_import_parser
 
-__all__ = ["build_parser"]
+__all__ = ["COMMAND_NAMES", "FORK_FORMATS", "build_parser"]
+
+#: ``rollout fork --format``'s choices: the values of ``replay.fork.ForkFormat``, written
+#: here so that building the parser does not load the fork (a test keeps them the same).
+FORK_FORMATS: Final = ("neutral", "openai", "responses", "anthropic")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,20 +31,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {sanitize(message)}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``rollout`` and its subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``rollout`` and its subcommands; given one of :data:`COMMAND_NAMES`,
+    the parser of that subcommand alone under it (which parses that subcommand's arguments
+    the same way, and says so in the same words)."""
     parser = _Parser(prog="rollout", description="Forensics for agent rollout files.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_diff(commands)
-    _add_fork(commands)
-    _add_check(commands)
-    _add_seal(commands)
-    _add_show(commands)
-    _add_audit(commands)
-    _add_view(commands)
-    add_import_parser(commands)
-    add_export_parser(commands)
+    for name, add in _SUBCOMMANDS.items():
+        if command is None or name == command:
+            add(commands)
     return parser
 
 
@@ -83,8 +88,8 @@ def _add_fork(commands: Any) -> None:
     fork.add_argument("--step", type=int, required=True, help="the last step to keep")
     fork.add_argument(
         "--format",
-        choices=[f.value for f in ForkFormat],
-        default=ForkFormat.NEUTRAL.value,
+        choices=FORK_FORMATS,
+        default=FORK_FORMATS[0],
         help="message shape: neutral, openai (Chat Completions), responses (OpenAI "
         "Responses API input items) or anthropic (Messages)",
     )
@@ -208,3 +213,20 @@ def _add_view(commands: Any) -> None:
         action="store_true",
         help="serve the page on 127.0.0.1 (a free port) until interrupted, instead of writing it",
     )
+
+
+#: Each subcommand's parser, in the order ``rollout --help`` lists them.
+_SUBCOMMANDS: Final[dict[str, Callable[[Any], None]]] = {
+    "diff": _add_diff,
+    "fork": _add_fork,
+    "check": _add_check,
+    "seal": _add_seal,
+    "show": _add_show,
+    "audit": _add_audit,
+    "view": _add_view,
+    "import": add_import_parser,
+    "export": add_export_parser,
+}
+
+#: The subcommands' names.
+COMMAND_NAMES: Final = frozenset(_SUBCOMMANDS)
