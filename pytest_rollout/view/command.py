@@ -15,10 +15,10 @@ from typing import Any, TextIO
 
 from ..errors import RolloutError
 from ..format.files import atomic_write
+from ..format.gcpause import collector_paused
 from ..safety.sanitize import sanitize
 from .entries import diff_entry, run_entry
-from .page import render_page
-from .server import ViewServer
+from .page import page_bytes
 
 __all__ = ["collect_entries", "view_command"]
 
@@ -47,32 +47,42 @@ def view_command(
     paths: Sequence[str], *, out: TextIO, target: str | None = None, serve: bool = False
 ) -> int:
     """Write (or serve) the page; returns the exit status."""
-    title, entries = collect_entries(paths)
+    # The entries are trees (no reference cycles) of a hundred thousand containers and more
+    # for a long run: the cyclic collector would only walk them again and again.
+    with collector_paused():
+        title, entries = collect_entries(paths)
+        page = None if serve else page_bytes(f"rollout view: {title}", entries)
+    if page is None:
+        return _serve(f"rollout view: {title}", entries, out)
+    path = _write_page(page, target)
+    print(sanitize(str(path)), file=out)
     # A run cut short has a notice and still its events: only a refused entry counts here.
     refused = sum(
         1
         for e in entries
         if e.get("notice") and (e.get("kind") == "diff" or e.get("totals") is None)
     )
-    if serve:
-        server = ViewServer(f"rollout view: {title}", entries)
-        print(f"serving {len(entries)} rollout(s) on 127.0.0.1 only; open:", file=out)
-        print(server.url, file=out, flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.shutdown()
-        return 0
-    page = render_page(f"rollout view: {title}", entries).encode("utf-8")
-    path = _write_page(page, target)
-    print(sanitize(str(path)), file=out)
     if refused:
         print(
             f"{refused} of {len(entries)} rollout(s) could not be loaded: the page says why",
             file=out,
         )
+    return 0
+
+
+def _serve(title: str, entries: list[dict[str, Any]], out: TextIO) -> int:
+    """Serve the page until interrupted (Ctrl-C); returns the exit status."""
+    from .server import ViewServer  # noqa: PLC0415  (only --serve needs the server)
+
+    server = ViewServer(title, entries)
+    print(f"serving {len(entries)} rollout(s) on 127.0.0.1 only; open:", file=out)
+    print(server.url, file=out, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
     return 0
 
 

@@ -13,19 +13,20 @@ import hashlib
 import os
 import shlex
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from ..diff.compare import Comparison, FieldChange, FirstDivergence, is_missing
-from ..diff.drift import DriftReport, Verdict, drift_report
-from ..diff.report import render_verdict, score_sentence
 from ..diff.score import RunSummary, summarize
 from ..diff.timeline import cut_short_line, event_detail
 from ..errors import RolloutError
 from ..format.events import Event
 from ..format.loader import Rollout, load, loads
 from ..safety.sanitize import excerpt, sanitize
+
+if TYPE_CHECKING:
+    from ..diff.drift import DriftReport
 
 __all__ = ["diff_entry", "json_text", "run_entry"]
 
@@ -318,6 +319,10 @@ def diff_entry(
     if golden_rollout is None or run_rollout is None:
         entry["report"] = lines if lines is not None else ["The runs cannot be compared:", *notices]
         return entry
+    # Only a comparison loads the comparison's machinery: `rollout view` of one run does not.
+    from ..diff.drift import Verdict, drift_report  # noqa: PLC0415
+    from ..diff.report import render_verdict, score_sentence  # noqa: PLC0415
+
     report = drift_report(golden_rollout.events, run_rollout.events)
     verdict = Verdict(golden_path, run_path, report)
     entry["comparison"] = _comparison(report.comparison, golden_rollout.events, run_rollout.events)

@@ -29,7 +29,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Final
 
-from .page import content_security_policy, page_data, render_page
+from .page import content_security_policy, page_bytes, page_data
 
 __all__ = ["REQUEST_TIMEOUT", "TOKEN_HEADER", "ViewServer"]
 
@@ -55,7 +55,7 @@ class ViewServer:
         timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.token = secrets.token_urlsafe(32)
-        shell = render_page(title, [], data_url=DATA_PATH).encode("utf-8")
+        shell = page_bytes(title, [], data_url=DATA_PATH)
         data = page_data(title, entries)
         handler = _handler(shell, data, self.token, content_security_policy(), timeout)
         self._server = _QuietServer(("127.0.0.1", port), handler)

@@ -86,6 +86,15 @@ def test_fork_imports_the_fork_only(trip: Path) -> None:
     assert _among(loaded, (*COMPARISON, *RECEIPTS, *VIEWER, "pytest_rollout.diff")) == []
 
 
+def test_view_of_one_run_imports_neither_the_comparison_nor_the_server(
+    trip: Path, tmp_path: Path
+) -> None:
+    status, loaded = _loaded("view", "--out", tmp_path / "page.html", trip)
+    assert status == 0
+    assert "pytest_rollout.view.page" in loaded
+    assert _among(loaded, (*COMPARISON, *RECEIPTS, *OTHERS, "pytest_rollout.view.server")) == []
+
+
 def test_diff_imports_the_comparison_but_not_the_viewer(trip: Path, tmp_path: Path) -> None:
     """The other side of the tests above: the probe sees the comparison when it is used."""
     other = write_trip(tmp_path / "other.jsonl", "Oslo")
