@@ -8,7 +8,7 @@ agent used afresh: hundreds of runs, each paying for the same imports. Imported 
 any inner run, they stay.
 
 A user's process imports only what it uses, and when: that is pinned in subprocesses
-(``tests/test_startup.py``, the command's tests), which this does not reach. Left out here is
+(``tests/plugin/test_startup.py``, the command's tests), which this does not reach. Left out here is
 the module whose presence is itself a signal: ``pytest_rollout.plugin.snapshot`` is imported
 only when a test uses the rollout syrupy extension, and the plugin reads its presence so.
 """
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from _pytest.assertion.rewrite import AssertionRewritingHook
 
 import pytest_rollout
 
@@ -42,31 +41,6 @@ LAZY_THIRD_PARTY: Final = (
     "anthropic.lib.streaming",
     "syrupy.extensions.single_file",
 )
-
-
-#: A library of the test extra that ships a pytest plugin, which the suite imports whole
-#: (its plugin imports all of it for the terminal summary, in every process): pytest rewrites
-#: the asserts of every module of a plugin's distribution imported once it has started, and
-#: nothing here relies on Hypothesis's own asserts being rewritten.
-UNREWRITTEN: Final = ("hypothesis", "hypothesis.strategies")
-
-
-def _import_unrewritten() -> None:
-    """Import :data:`UNREWRITTEN` from their installed bytecode, pytest's rewriting import
-    hook set aside: with ``PYTHONDONTWRITEBYTECODE`` set nothing pytest rewrites is kept,
-    and rewriting Hypothesis alone cost each of the suite's processes 1.5-2 s."""
-    hooks = [finder for finder in sys.meta_path if isinstance(finder, AssertionRewritingHook)]
-    for hook in hooks:
-        sys.meta_path.remove(hook)
-    try:
-        for name in UNREWRITTEN:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(name)
-    finally:
-        sys.meta_path[:0] = hooks
-
-
-_import_unrewritten()
 
 
 def _register_hypothesis_profiles() -> None:
