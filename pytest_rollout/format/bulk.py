@@ -14,7 +14,9 @@ A run about to be compared with another is read *like* it (``like``): a line tha
 other run's line at the same place but for its timestamp (as when a test replays its golden)
 is not parsed again: its event is made of the other line's object and this line's
 timestamp. The two runs' events then share their data, and the comparison finds them equal
-without reading it.
+without reading it. The other run's lines are not kept for this: each one is what orjson
+writes of its object, made again one at a time when it is compared, so a reference run
+costs its objects and no copy of its file (half a gigabyte at a million events).
 """
 
 from __future__ import annotations
@@ -56,11 +58,10 @@ class Bounds(NamedTuple):
 
 
 class Parsed(NamedTuple):
-    """A file's lines, each as orjson writes it back, and their objects. In a file read like
-    another (``like``), a line copied from the other's has the other's object, and its own
-    timestamp in ``stamps`` (``None`` for the lines parsed afresh)."""
+    """The objects of a file's lines, each line what orjson writes of its object. In a file
+    read like another (``like``), a line copied from the other's has the other's object, and
+    its own timestamp in ``stamps`` (``None`` for the lines parsed afresh)."""
 
-    lines: list[bytes]
     objects: list[Any]
     stamps: list[str | None] | None = None
 
@@ -68,9 +69,9 @@ class Parsed(NamedTuple):
 def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parsed | None:
     """The lines of ``data`` and their objects when every line is within the limits and as
     the recorder writes it, or ``None``. ``like``: the parsed lines of a run that ``data``'s
-    run is about to be compared with (see the module's text). With :func:`parsed_events`
-    after it, the fast path; call both with the cyclic garbage collector paused, since they
-    build every object and event at once."""
+    run is about to be compared with, read on its own (see the module's text). With
+    :func:`parsed_events` after it, the fast path; call both with the cyclic garbage
+    collector paused, since they build every object and event at once."""
     # Cut at most events + 1 times: the rest of a file of more lines stays in one piece
     # (refused below), so many short lines never become many objects.
     lines = data.split(b"\n", bounds.events + 1)
@@ -84,33 +85,40 @@ def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parse
             objects = fresh = list(map(orjson.loads, lines))  # a blank line does not parse
             read = lines
         else:
-            alike = _alike(lines, like.lines)
+            alike = _alike(lines, like.objects)
             read = list(itertools.compress(lines, map(operator.not_, alike)))
             fresh = list(map(orjson.loads, read))
             objects = _merged(alike, itertools.compress(like.objects, alike), fresh)
             copied = itertools.compress(lines, alike)
             stamps = _merged(alike, map(bytes.decode, map(_STAMP, copied)), _nothing())
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # (the other's data was changed)
         return None
     if not _written_back(fresh, read):  # (a line that is not an object: see parsed_events)
         return None
-    # A copied line has as many brackets as the other run's line, which passed.
-    brackets = (data if stamps is None else b"\n".join(read)).translate(None, _NOT_OPENINGS)
+    # Every line's brackets, copied lines' too (they have the other line's, which passed):
+    # one pass over the file, and no copy of the lines read afresh to count theirs alone.
+    brackets = data.translate(None, _NOT_OPENINGS)
     if max(map(len, brackets.split(b"\n"))) > bounds.depth:
         return None
-    return Parsed(lines, objects, stamps)
+    return Parsed(objects, stamps)
 
 
-def _alike(lines: list[bytes], theirs: list[bytes]) -> list[bool]:
-    """For each line, whether it is the line of ``theirs`` at the same place but for its
+def _alike(lines: list[bytes], theirs: list[Any]) -> list[bool]:
+    """For each line, whether it is the line of the other run at the same place but for its
     timestamp: the same bytes from byte 34 on, and both a recorder's line with a plain
     timestamp. Such a line's object is the other's with this line's timestamp, and it is
-    written back exactly as the other was (a timestamp has nothing to escape)."""
+    written back exactly as the other was (a timestamp has nothing to escape).
+
+    The other run's line is what orjson writes of its object (``theirs``: a run read on its
+    own, every line written back byte for byte), made when it is compared and let go of at
+    once: no copy of that run's file is held."""
     n = min(len(lines), len(theirs))
-    alike = list(map(operator.eq, map(_AFTER_STAMP, lines[:n]), map(_AFTER_STAMP, theirs[:n])))
+    dumps = orjson.dumps
+    tails = map(_AFTER_STAMP, map(dumps, theirs[:n]))
+    alike = list(map(operator.eq, map(_AFTER_STAMP, lines[:n]), tails))
     head, seq_key, stamp, plain = _HEAD, _SEQ_KEY, _STAMP, _STAMP_BYTES
     for place in itertools.compress(range(n), alike.copy()):
-        mine, other = lines[place], theirs[place]
+        mine, other = lines[place], dumps(theirs[place])
         # Equal from byte 34 on: where one has its seq key, so has the other.
         alike[place] = (
             mine.startswith(head)

@@ -16,6 +16,7 @@ from pytest_rollout import Recorder, RolloutFormatError, load
 from pytest_rollout.diff.compare import compare
 from pytest_rollout.diff.drift import drift_report
 from pytest_rollout.format.events import Event
+from pytest_rollout.format.loader import loads, loads_reference
 from pytest_rollout.format.pair import load_pair
 
 START = 1_782_650_096_000_000_000  # 2026-06-28T12:34:56Z, in nanoseconds
@@ -146,6 +147,34 @@ def test_a_line_is_taken_from_a_only_where_both_start_as_a_recorder_writes(
     assert middle_a[34:] == middle_b[34:]
     a, b = around(middle_a, 56), around(middle_b, 57)
     assert loaded_both(a, b, paired) == loaded_both(a, b, separately)
+
+
+def test_a_reference_is_compared_as_it_is_now_not_as_it_was_read() -> None:
+    # The reference keeps its objects, not a copy of its file: a line of b is matched with
+    # what the reference's object writes now. An object changed since it was read (which
+    # nothing should do) is not handed to b: b's line is read on its own.
+    changed = [*EVENTS]
+    changed[4] = ("tool.call.completed", {"call_id": "c1", "name": "w", "output": "19C"})
+    reference, parsed = loads_reference(recorded(EVENTS), path="a.jsonl")
+    assert parsed is not None
+    data = recorded(EVENTS, START + 10**9)
+    reference.events[3].data["arguments"]["city"] = "Lyon"
+    reference.events[5].data["messages"] = {"not", "JSON"}  # orjson cannot write a set
+    run = loads(data, path="b.jsonl", like=parsed)
+    assert run == loads(data, path="b.jsonl")
+    shared = [x.data is y.data for x, y in zip(reference.events, run.events, strict=True)]
+    assert shared == [False] * 8  # the set sends the whole file line by line
+
+
+def test_a_reference_shares_what_is_unchanged_after_another_line_was_changed() -> None:
+    reference, parsed = loads_reference(recorded(EVENTS), path="a.jsonl")
+    assert parsed is not None
+    data = recorded(EVENTS, START + 10**9)
+    reference.events[3].data["arguments"]["city"] = "Lyon"
+    run = loads(data, path="b.jsonl", like=parsed)
+    assert run == loads(data, path="b.jsonl")
+    shared = [x.data is y.data for x, y in zip(reference.events, run.events, strict=True)]
+    assert shared == [True, True, True, False, True, True, True, True]
 
 
 def test_a_line_of_its_own_in_b_is_checked_against_the_schema() -> None:
