@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Final, Protocol
 import pytest
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
-from ..diff.integrity import unrecorded_calls, unrecorded_text
 from ..errors import RolloutError, RolloutWarning
 from ..format.files import WriteRoot
 from ..format.recorder import Recorder
@@ -228,7 +227,11 @@ class TestRuns:
         finally:
             del item.stash[SESSION_KEY]
         if engine.used and engine.mode in (Mode.RECORD, Mode.FULL):
-            _warn_unrecorded(session)
+            # Said once the test is over, so that a warning turned into an error (-W error)
+            # never breaks the agent in the middle of its run.
+            unrecorded = session.unrecorded_tools()
+            if unrecorded is not None:
+                warnings.warn(RolloutWarning(unrecorded), stacklevel=2)
 
     def _account(self, item: pytest.Item, session: RolloutSession) -> None:
         """Charge the capture budget, and say when the run could not be saved."""
@@ -328,18 +331,6 @@ class TestRuns:
             verbose = self.config.get_verbosity()
             item.stash[OUTCOME_KEY] = outcome_of(session, error, verbose=verbose)
         return item.stash[OUTCOME_KEY]
-
-
-def _warn_unrecorded(session: RolloutSession) -> None:
-    """Name the tools whose calls the run announced but never recorded (they ran outside
-    ``rollout.tools``): said once the test is over, so that a warning turned into an error
-    (``-W error``) never breaks the agent in the middle of its run."""
-    try:
-        calls = unrecorded_calls(session.engine.events())
-    except RolloutError:
-        return
-    if calls:
-        warnings.warn(RolloutWarning(unrecorded_text(calls)), stacklevel=2)
 
 
 def explain(left: object, right: object) -> list[str] | None:

@@ -26,6 +26,7 @@ from ..analysis.assertions import (
     tool_calls_by_name,
 )
 from ..diff.drift import Verdict
+from ..diff.integrity import unrecorded_calls, unrecorded_text
 from ..diff.score import summarize
 from ..errors import RolloutError
 from ..format.events import Event
@@ -320,6 +321,15 @@ class RolloutSession:
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         threshold = self.engine.analyzer_options.antipattern_threshold
         return find_antipatterns(self.engine.events(), threshold)
+
+    def unrecorded_tools(self) -> str | None:
+        """What the run's tools did outside ``rollout.tools``: the calls its turns announced
+        that it never recorded, said in one sentence (``None``: there were none)."""
+        try:
+            calls = unrecorded_calls(self.engine.events())
+        except RolloutError:
+            return None
+        return unrecorded_text(calls) if calls else None
 
     def assert_no_antipatterns(self) -> None:
         """Fail when the run called a tool with the same arguments 3 or more times."""
