@@ -8,7 +8,7 @@ drawing every frame of the agent's SDK or framework meant reading and parsing th
 from __future__ import annotations
 
 import pytest
-from plugin_agent import record, run, write_project
+from plugin_agent import WEATHER_TEST, record, run, write_project
 
 #: Notes how many frames pytest had to draw of each failure it reported.
 COUNT_FRAMES = """
@@ -26,27 +26,11 @@ def pytest_sessionfinish(session):
         out.write("\\n".join(DRAWN))
 """
 
-#: The agent's changed tool call ends the run in a replay divergence, raised deep inside the
-#: agent's own frames.
-DIVERGING_TEST = """
-import os
-
-from agent import TOOLS, ScriptedLLM, agent
-
-
-def test_weather(rollout, golden):
-    llm = rollout.provider(ScriptedLLM())
-    tools = rollout.tools(TOOLS)
-    with rollout.run(prompt="weather?") as run:
-        run.output = agent(llm, tools, "weather?", os.environ.get("AGENT_CHANGE", ""))
-    assert rollout == golden
-"""
-
 
 def test_a_failure_the_plugin_reports_itself_is_drawn_at_its_last_frame_only(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_project(pytester, test_diverging_agent=DIVERGING_TEST)
+    write_project(pytester, test_diverging_agent=WEATHER_TEST)  # a changed call diverges
     pytester.makeconftest(COUNT_FRAMES)
     record(pytester).assert_outcomes(passed=1)
     monkeypatch.setenv("AGENT_CHANGE", "argument")
@@ -77,21 +61,9 @@ def test_a_failure_the_plugin_does_not_report_keeps_pytest_s_traceback(
 
 
 #: An expected failure: the agent's changed tool call ends the run in a replay divergence.
-XFAIL_TEST = """
-import os
-
-import pytest
-from agent import TOOLS, ScriptedLLM, agent
-
-
-@pytest.mark.xfail(reason="the agent is being changed")
-def test_weather(rollout, golden):
-    llm = rollout.provider(ScriptedLLM())
-    tools = rollout.tools(TOOLS)
-    with rollout.run(prompt="weather?") as run:
-        run.output = agent(llm, tools, "weather?", os.environ.get("AGENT_CHANGE", ""))
-    assert rollout == golden
-"""
+XFAIL_MARK = '\nimport pytest\n\n\n@pytest.mark.xfail(reason="the agent is being changed")'
+XFAIL_TEST = WEATHER_TEST.replace("\ndef test_weather", XFAIL_MARK + "\ndef test_weather")
+assert XFAIL_TEST != WEATHER_TEST
 
 #: Keeps the long representation of each xfailed report, as a reporter that shows it would.
 KEEP_XFAIL_REPR = """
