@@ -16,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
-from ..errors import RolloutError
+from ..errors import RolloutError, RolloutFormatError
 from ..safety.sanitize import sanitize, terminal_json
 from .otel_commands import export_otel, import_otel
 
 if TYPE_CHECKING:
     from ..diff.canonical import CanonicalOptions
     from ..diff.integrity import IntegrityReport
-    from ..format.loader import Rollout
+    from ..format.loader import Limits, Rollout
     from ..store.audit import AuditCheck
     from ..store.receipt import Receipt, Verification
 
@@ -34,6 +34,18 @@ EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
 
 _RULES_DIGEST = re.compile(r"[0-9a-f]{64}")
+#: ``--max-events`` and ``--max-bytes``: a whole number, and a unit.
+_LIMIT = re.compile(r"([0-9]+)([A-Z]?)", re.IGNORECASE)
+#: What each of them takes, and its units (K, M, G, T: powers of 1024, as ``ls -h`` says).
+_LIMIT_FLAGS: Final = {
+    "--max-events": ("a whole number of events, e.g. 1000000", {"": 1}),
+    "--max-bytes": (
+        "a whole number of bytes, or of K, M, G or T (powers of 1024), e.g. 600M or 2G",
+        {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40},
+    ),
+}
+#: The largest limit taken (the loader hands limits to calls that take a C ``ssize_t``).
+_MOST: Final = 2**62
 _HEAD = re.compile(r"(?:sha256:)?([0-9a-f]{16,64})")
 _HEAD_SHOWN = 16
 
@@ -196,6 +208,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
     from ..diff.canonical import DEFAULT_OPTIONS
     from ..format.gcpause import collector_paused
 
+    limits = _diff_limits(args.max_events, args.max_bytes)
     options = DEFAULT_OPTIONS
     if args.ignore or args.drop_key:
         try:
@@ -206,15 +219,44 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
     # are trees, and the report on them) holds no reference cycles: the cyclic collector
     # would only re-scan it, pass after pass (a third of the time, at 100k events).
     with collector_paused():
-        return _diff_report(args, options, out)
+        return _diff_report(args, options, limits, out)
 
 
-def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextIO) -> int:
+def _diff_limits(max_events: str | None, max_bytes: str | None) -> Limits:
+    """The loader's limits for the two files: the defaults, but for the events and the
+    size the user gave (``--max-events``, ``--max-bytes``), higher or lower."""
+    from dataclasses import replace
+
+    from ..format.loader import DEFAULT_LIMITS
+
+    limits = DEFAULT_LIMITS
+    if max_events is not None:
+        limits = replace(limits, events=_limit("--max-events", max_events))
+    if max_bytes is not None:
+        limits = replace(limits, total_bytes=_limit("--max-bytes", max_bytes))
+    return limits
+
+
+def _limit(flag: str, text: str) -> int:
+    """The limit ``text`` gives to ``flag`` (one of :data:`_LIMIT_FLAGS`), or :class:`Usage`."""
+    takes, units = _LIMIT_FLAGS[flag]
+    match = _LIMIT.fullmatch(text.strip())
+    unit = None if match is None else units.get(match.group(2).upper())
+    if match is None or unit is None:
+        raise Usage(f"{flag} takes {takes}; got {text!r}")
+    value = int(match.group(1)) * unit
+    if not 1 <= value <= _MOST:
+        raise Usage(f"{flag} must be from 1 to 2**62; got {text!r}")
+    return value
+
+
+def _diff_report(
+    args: argparse.Namespace, options: CanonicalOptions, limits: Limits, out: TextIO
+) -> int:
     from ..diff.drift import Verdict, drift_report
     from ..diff.report import CLI_LABELS, render_verdict
-    from ..format.pair import load_pair
 
-    pair = load_pair(args.a, args.b)
+    pair = _load_trusted_pair(args.a, args.b, limits)
     run_a, run_b = _kept(args, pair[0]), _kept(args, pair[1])
     report = drift_report(run_a.events, run_b.events, options, json_data=True)
     comparison = report.comparison
@@ -226,6 +268,26 @@ def _diff_report(args: argparse.Namespace, options: CanonicalOptions, out: TextI
     lines = render_verdict(verdict, labels=CLI_LABELS, files=True)
     out.write("\n".join(lines) + "\n")
     return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
+
+
+def _load_trusted_pair(a: str, b: str, limits: Limits) -> tuple[Rollout, Rollout]:
+    """:func:`~pytest_rollout.format.pair.load_pair` under ``limits``; a file refused for
+    its number of events or its size is refused with the flag that lifts that limit."""
+    from ..format.pair import load_pair
+
+    try:
+        return load_pair(a, b, limits=limits)
+    except RolloutFormatError as exc:
+        flag = None
+        if exc.reason == f"more than {limits.events} events":
+            flag = "--max-events N"
+        elif exc.reason.endswith(f"over the {limits.total_bytes}-byte limit"):
+            flag = "--max-bytes SIZE"
+        if flag is None:
+            raise
+        raise RolloutFormatError(
+            exc.path, exc.line, f"{exc.reason} (for a file you trust, {flag} raises the limit)"
+        ) from None
 
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:

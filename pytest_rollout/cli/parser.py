@@ -74,6 +74,17 @@ def _add_diff(commands: Any) -> None:
         help="print the drift report as one JSON object (steps added, removed and changed, "
         "divergent tool calls, cost delta, outcome, score, divergences, likely causes)",
     )
+    diff.add_argument(
+        "--max-events",
+        metavar="N",
+        help="refuse a file of more than N events (default 100000): for files you trust",
+    )
+    diff.add_argument(
+        "--max-bytes",
+        metavar="SIZE",
+        help="refuse a file of more than SIZE bytes (default 256M); SIZE is bytes, or a "
+        "number with K, M, G or T (powers of 1024), e.g. 600M or 2G: for files you trust",
+    )
 
 
 def _add_fork(commands: Any) -> None:

@@ -16,7 +16,8 @@ from command import python_m, run_command
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
-from pytest_rollout.format.loader import Rollout
+from pytest_rollout.cli.commands import _diff_limits
+from pytest_rollout.format.loader import DEFAULT_LIMITS, Rollout
 from pytest_rollout.format.recorder import Recorder
 
 # 2026-06-28T12:34:56Z
@@ -342,6 +343,140 @@ def test_directory_is_refused(
 def test_bad_ignore_path(golden: Path, ignore: str, capsys: pytest.CaptureFixture[str]) -> None:
     err = refusal(capsys, "--ignore", ignore, golden, golden)
     assert err.startswith("rollout diff: error: empty ignore path")
+
+
+# -- the loader's limits, for files the user trusts -----------------------------------------
+
+
+def notes(path: Path, count: int) -> Path:
+    """A whole run of ``count`` events: its start, notes, its end (about 50 bytes a line)."""
+    lines = [b'{"ts":"t","seq":0,"type":"run.started","data":{}}']
+    lines += [b'{"ts":"t","seq":%d,"type":"note","data":{}}' % seq for seq in range(1, count - 1)]
+    lines.append(b'{"ts":"t","seq":%d,"type":"run.completed","data":{}}' % (count - 1))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_more_events_than_max_events_is_refused_with_the_flag_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twenty = notes(tmp_path / "twenty.jsonl", 20)
+    err = refusal(capsys, "--max-events", "10", twenty, twenty)
+    assert err == (
+        f"rollout: error: {twenty}:11: more than 10 events "
+        "(for a file you trust, --max-events N raises the limit)\n"
+    )
+    assert diff("--max-events", "100", twenty, twenty) == (0, IDENTICAL_NOTES.format(p=twenty))
+    assert diff("--max-events", "20", twenty, twenty)[0] == 0  # the limit is inclusive
+
+
+def test_the_second_file_is_held_to_the_same_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small, big = notes(tmp_path / "small.jsonl", 5), notes(tmp_path / "big.jsonl", 20)
+    err = refusal(capsys, "--max-events", "10", small, big)
+    assert err.startswith(f"rollout: error: {big}:11: more than 10 events (for a file you trust")
+
+
+@pytest.mark.slow  # a hundred thousand events, read twice
+def test_a_file_over_the_default_event_limit_needs_max_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    many = notes(tmp_path / "many.jsonl", 100_001)
+    err = refusal(capsys, many, many)
+    assert err == (
+        f"rollout: error: {many}:100001: more than 100000 events "
+        "(for a file you trust, --max-events N raises the limit)\n"
+    )
+    code, out = diff("--max-events", "100001", many, many)
+    assert (code, out.splitlines()[0]) == (0, "B matches A")
+
+
+def test_more_bytes_than_max_bytes_is_refused_with_the_flag_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forty = notes(tmp_path / "forty.jsonl", 40)
+    size = forty.stat().st_size
+    assert 1024 < size <= 2048
+    err = refusal(capsys, "--max-bytes", "1K", forty, forty)
+    assert err == (
+        f"rollout: error: {forty}: file is {size} bytes, over the 1024-byte limit "
+        "(for a file you trust, --max-bytes SIZE raises the limit)\n"
+    )
+    assert diff("--max-bytes", "2k", forty, forty)[0] == 0
+    assert diff("--max-bytes", str(size), forty, forty)[0] == 0
+    refusal(capsys, "--max-bytes", str(size - 1), forty, forty)
+
+
+def test_a_file_over_the_default_size_needs_max_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as handle:  # sparse: refused on its size, never read
+        handle.truncate(256 * 1024 * 1024 + 1)
+    err = refusal(capsys, huge, huge)
+    assert err == (
+        f"rollout: error: {huge}: file is 268435457 bytes, over the 268435456-byte limit "
+        "(for a file you trust, --max-bytes SIZE raises the limit)\n"
+    )
+
+
+def test_other_refusals_name_no_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"not json\n")
+    err = refusal(capsys, "--max-events", "5", "--max-bytes", "1M", bad, bad)
+    assert err.startswith(f"rollout: error: {bad}:1: invalid JSON")
+    assert "--max" not in err
+
+
+IDENTICAL_NOTES = """\
+B matches A
+A: {p}
+B: {p}
+Step 0: 1 identical, 0 diverged, 0 only in A, 0 only in B
+Score: tie 0-0
+Cost: A cost unknown, B cost unknown
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--max-events", "1K"],
+            "--max-events takes a whole number of events, e.g. 1000000; got '1K'",
+        ),
+        (["--max-events", "-5"], "--max-events takes a whole number of events, e.g. 1000000"),
+        (["--max-events", "1.5"], "--max-events takes a whole number of events, e.g. 1000000"),
+        (["--max-events", ""], "--max-events takes a whole number of events, e.g. 1000000"),
+        (["--max-events", "0"], "--max-events must be from 1 to 2**62; got '0'"),
+        (
+            ["--max-bytes", "600MB"],
+            "--max-bytes takes a whole number of bytes, or of K, M, G or T (powers of 1024), "
+            "e.g. 600M or 2G; got '600MB'",
+        ),
+        (["--max-bytes", "2 G"], "--max-bytes takes a whole number of bytes"),
+        (["--max-bytes", "G"], "--max-bytes takes a whole number of bytes"),
+        (["--max-bytes", "1.5G"], "--max-bytes takes a whole number of bytes"),
+        (["--max-bytes", "0M"], "--max-bytes must be from 1 to 2**62; got '0M'"),
+        (["--max-bytes", "9999999T"], "--max-bytes must be from 1 to 2**62; got '9999999T'"),
+    ],
+)
+def test_a_limit_that_is_no_number_is_refused_in_one_line(
+    golden: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refusal(capsys, *argv, golden, golden)
+    assert err.startswith(f"rollout diff: error: {message}")
+
+
+@pytest.mark.parametrize(
+    ("size", "limit"),
+    [("600M", 600 * 2**20), ("2G", 2 * 2**30), ("2g", 2 * 2**30), ("1T", 2**40), ("12", 12)],
+)
+def test_max_bytes_takes_bytes_and_powers_of_1024(size: str, limit: int) -> None:
+    assert _diff_limits(None, size).total_bytes == limit
+    assert _diff_limits("7", None).events == 7
+    assert _diff_limits(None, None) == DEFAULT_LIMITS
 
 
 @pytest.mark.parametrize(
