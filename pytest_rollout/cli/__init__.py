@@ -26,25 +26,14 @@ from .parser import COMMAND_NAMES, build_parser
 __all__ = ["entry", "main"]
 
 
-def main(
-    argv: Sequence[str] | None = None,
-    out: TextIO | None = None,
-    *,
-    keep: list[object] | None = None,
-) -> int:
-    """Run the ``rollout`` command; returns the exit status.
-
-    ``keep``: a list the command puts the runs it loaded in, for the caller to let go of
-    when it likes (the console script ends the process instead of freeing them). Without
-    it they are freed before ``main`` returns.
-    """
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the ``rollout`` command; returns the exit status."""
     out = sys.stdout if out is None else out
     argv = sys.argv[1:] if argv is None else list(argv)
     # A subcommand's own parser is built alone: building all of them costs more than a
     # small command's work.
     command = argv[0] if argv and argv[0] in COMMAND_NAMES else None
     args = _parser(command).parse_args(argv)
-    args.keep = [] if keep is None else keep
     try:
         status: int = COMMANDS[args.command](args, out)
         return status
@@ -69,28 +58,31 @@ def entry() -> NoReturn:
     # traceback (an ASCII or cp1252 stdout meets "—" or a CJK tool argument).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    loaded: list[object] = []  # freed by the end of the process, not object by object
-    status = main(keep=loaded)
-    if sys.gettrace() is None and sys.getprofile() is None and "coverage" not in sys.modules:
-        _exit_at_once(status)
-    sys.exit(status)  # a profiler, tracer or coverage run gets its exit hooks
+    status = main()
+    sys.exit(_output_written(status))
 
 
-def _exit_at_once(status: int) -> NoReturn:
-    """End the process with ``status`` once its output is written, without tearing down
-    what the command built and kept (``main``'s ``keep``). Freeing two loaded 100k-event
-    runs object by object takes a quarter of a second, which the system does at once when
-    the process ends; the command keeps no other state (no ``atexit`` hook, every file it
-    writes is closed). Output that cannot be written (a full disk) is an error, status 120
-    as Python gives it; a reader that went away (``rollout show run.jsonl | head``) is
-    not."""
+def _output_written(status: int) -> int:
+    """``status``, once what the command printed is written. Output that cannot be written
+    (a full disk) is an error, status 120 as Python gives it, said in one line; a reader
+    that went away (``rollout show run.jsonl | head``) is not. A stream that failed is
+    pointed at the null device, so that Python's own flush at exit finds nothing left to
+    fail on (and prints no "Exception ignored")."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BrokenPipeError:
-            pass
+            _to_null(stream)
         except (OSError, ValueError) as exc:
             with contextlib.suppress(OSError):
                 os.write(2, f"rollout: error: cannot write the output: {exc}\n".encode())
+            _to_null(stream)
             status = status or 120
-    os._exit(status)
+    return status
+
+
+def _to_null(stream: TextIO) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)

@@ -54,18 +54,12 @@ class Usage(Exception):
     """A wrong argument found after parsing: one line on stderr, exit status 2."""
 
 
-def _kept(args: argparse.Namespace, rollout: Rollout) -> Rollout:
-    """``rollout``, put in the list of what the command's caller lets go of (``keep``)."""
-    args.keep.append(rollout)
-    return rollout
-
-
 def _fork(args: argparse.Namespace, out: TextIO) -> int:
     from ..format.loader import load
     from ..replay.fork import fork as fork_run
 
     result = fork_run(
-        _kept(args, load(args.file)).events,
+        load(args.file).events,
         args.step,
         format=args.format,
         include_system=args.include_system,
@@ -196,7 +190,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         except ValueError as exc:
             raise Usage(str(exc)) from None
     # A run cut short by a crash (a flight recorder's partial file) is shown as far as it got.
-    rollout = _kept(args, load(args.file, tolerant=True))
+    rollout = load(args.file, tolerant=True)
     lines = render_show(rollout.events, types=args.type, steps=steps, grep=args.grep)
     if rollout.cut_short_after is not None:
         lines.insert(0, cut_short_line(rollout.cut_short_after))
@@ -256,8 +250,7 @@ def _diff_report(
     from ..diff.drift import Verdict, drift_report
     from ..diff.report import CLI_LABELS, render_verdict
 
-    pair = _load_trusted_pair(args.a, args.b, limits)
-    run_a, run_b = _kept(args, pair[0]), _kept(args, pair[1])
+    run_a, run_b = _load_trusted_pair(args.a, args.b, limits)
     report = drift_report(run_a.events, run_b.events, options, json_data=True)
     comparison = report.comparison
     if args.json:
