@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pytest
 
@@ -35,6 +36,36 @@ if TYPE_CHECKING:
 __all__ = ["PLUGIN_KEY", "RolloutPlugin"]
 
 PLUGIN_KEY: Final[pytest.StashKey[RolloutPlugin]] = pytest.StashKey()
+#: The key of a report's headline in the JSON an xdist worker sends.
+HEADLINE: Final = "rollout_headline"
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Where pytest's short test summary and the JUnit XML ``message`` read a failure's one
+    line (``longrepr.reprcrash.message``)."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRepr:
+    """A report the plugin writes in place of a traceback: drawn whole, and summed up in one
+    line by its headline (without it, the short test summary on CI repeats the report)."""
+
+    text: str
+    headline: str
+
+    @property
+    def reprcrash(self) -> Crash:
+        return Crash(self.headline)
+
+    def toterminal(self, tw: Any) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 class RolloutPlugin:
@@ -175,7 +206,8 @@ class RolloutPlugin:
         snapshot, self._snapshot_failure = self._snapshot_failure, None
         failed_on_it = excinfo is not None and excinfo.errisinstance(AssertionError)
         if report.failed and snapshot is not None and excinfo is not None and failed_on_it:
-            report.longrepr = self._whole(snapshot, excinfo)  # a snapshot's report, uncut
+            # A snapshot's report, uncut.
+            _stand_in(report, RolloutRepr(self._whole(snapshot, excinfo), snapshot[0]))
             return report
         if outcome is not None and (report.passed or report.failed):
             self._apply(outcome, report, excinfo)
@@ -195,10 +227,10 @@ class RolloutPlugin:
             report.sections.append(("rollout: this run left its golden", outcome.text))
             return
         report.outcome = "failed"
+        text = outcome.text
         if outcome.asserted and excinfo is not None:
-            report.longrepr = self._whole(outcome.lines, excinfo)
-        else:
-            report.longrepr = outcome.text
+            text = self._whole(outcome.lines, excinfo)
+        _stand_in(report, RolloutRepr(text, outcome.lines[0]))
 
     def _whole(self, lines: Sequence[str], excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         """A report in place of pytest's explanation, which pytest cuts to a few lines
@@ -226,6 +258,29 @@ class RolloutPlugin:
 
         return explain(left, right)
 
+    # A report crosses from an xdist worker to the controller as JSON, where a
+    # ``longrepr`` that is not pytest's own is sent as its text: the headline goes beside it.
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_to_serializable(
+        self, config: pytest.Config, report: pytest.TestReport
+    ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+        data = yield
+        longrepr: object = report.longrepr
+        if data is not None and isinstance(longrepr, RolloutRepr):
+            data[HEADLINE] = longrepr.headline
+        return data
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(
+        self, config: pytest.Config, data: dict[str, Any]
+    ) -> Generator[None, Any, Any]:
+        report = yield
+        headline = data.get(HEADLINE)
+        if isinstance(headline, str) and isinstance(getattr(report, "longrepr", None), str):
+            _stand_in(report, RolloutRepr(report.longrepr, headline))
+        return report
+
     # -- the end of the session -------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -252,6 +307,12 @@ class RolloutPlugin:
             page=None if self.html_report is None else self.html_report.written,
             show=lambda path: display(self.config, path),
         )
+
+
+def _stand_in(report: pytest.TestReport, longrepr: RolloutRepr) -> None:
+    """Put ``longrepr`` in the report in place of its traceback (pytest draws anything with
+    ``toterminal``, as it does its own representations)."""
+    report.longrepr = cast(Any, longrepr)
 
 
 def _skipped(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:

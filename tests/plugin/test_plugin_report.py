@@ -309,3 +309,32 @@ def test_live(rollout):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*= rollout =*", "rollout report: report.html"])
     assert not any("golden(s) compared" in line for line in result.outlines)
+
+
+@XDIST
+def test_on_ci_the_report_is_printed_once_and_summed_up_by_its_headline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    """On CI, pytest's short test summary prints a failure's whole message: the report's
+    headline is that message, so the report is not printed a second time, and a JUnit XML
+    file names the failure by it."""
+    write_project(pytester, test_weather=WEATHER_TEST)
+    record(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("AGENT_CHANGE", "argument")
+    monkeypatch.setenv("CI", "true")
+
+    result = run(pytester, xdist, "--junitxml=junit.xml")
+
+    result.assert_outcomes(failed=1)
+    headline = "this run left its golden at step 1: tool_call_mismatch (attributed to the agent)"
+    summary = result.outlines[
+        result.outlines.index(
+            next(line for line in result.outlines if "short test summary info" in line)
+        )
+        + 1 :
+    ]
+    assert summary[0] == f"FAILED test_weather.py::test_weather - {headline}"
+    assert sum(line == "Score: " or line.startswith("Score: ") for line in result.outlines) == 1
+    junit = (pytester.path / "junit.xml").read_text(encoding="utf-8")
+    assert f'<failure message="{headline}">' in junit
+    assert "First divergence at step 1 (diverged)" in junit
