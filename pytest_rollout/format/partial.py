@@ -8,13 +8,14 @@ bytes to the operating system, so they survive the process, not a power cut (the
 synced once, at the end). The next run of the same test takes that name over and starts the
 file afresh, so a stale one does not pile up.
 
-Each piece is scanned for secrets before it is written (the redactor has already replaced
-those it knows; the scan is its last look at the bytes), so neither file ever holds a secret
-the scan finds: on a find, nothing more is written and the partial file is removed at the
-end. At the end, the bytes are synced and only then renamed into place, so the rollout path
-only ever holds a whole run (docs/file-format.md). A cap on the file's size leaves lines out
-of the file (never out of the run in memory): a ``recorder.drop_detected`` line followed by
-the run's last line stands in for them, so a cut file still loads.
+The recorder looks at its lines for secrets before they are written here (the last look, see
+:mod:`.recorder`); when it finds one it gives the file up (:meth:`PartialFile.give_up`):
+nothing more is written and the partial file is removed at the end, so neither file ever
+holds a secret the look finds. At the end, the bytes are synced and only then renamed into
+place, so the rollout path only ever holds a whole run (docs/file-format.md). A cap on the
+file's size leaves lines out of the file (never out of the run in memory): a
+``recorder.drop_detected`` line followed by the run's last line stands in for them, so a cut
+file still loads.
 
 Folders and files are opened under a :class:`~.files.WriteRoot`, relative to a folder's
 descriptor and never through a symbolic link; a link on the way is refused (``refused``
@@ -32,7 +33,6 @@ import contextlib
 import fcntl
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -69,24 +69,15 @@ class PartialFile:
     (whole lines only; the first and the last line are kept whatever their size).
 
     ``root`` (default: the file's own folder) is the folder below which no symbolic link is
-    followed, and says the files' modes; ``scan`` (a redactor's) names a secret in bytes
-    about to be written.
+    followed, and says the files' modes.
     """
 
-    def __init__(
-        self,
-        path: str,
-        max_bytes: int,
-        *,
-        root: WriteRoot | None = None,
-        scan: Callable[[bytes | memoryview], str | None] | None = None,
-    ) -> None:
+    def __init__(self, path: str, max_bytes: int, *, root: WriteRoot | None = None) -> None:
         self.path = path
         self._target = Path(path)
         self._root = WriteRoot(self._target.parent) if root is None else root
         self._name = partial_name(self._target.name)
         self._max_bytes = max_bytes
-        self._scan = scan
         self.written = 0  # bytes of the recorder's buffer written so far
         self.broken = False  # a write failed or was refused: nothing more is written
         self.done = False  # finished: the file is in place, or was given up
@@ -128,6 +119,12 @@ class PartialFile:
             if self._put(part):
                 self.written = end
 
+    def give_up(self, leaked: str) -> None:
+        """Write nothing more: the lines about to be written hold a secret (``leaked`` is
+        its label). The partial file is removed at the end."""
+        self.leaked = leaked
+        self.broken = True
+
     def finish(self, buffer: bytearray) -> None:
         """Write the rest of ``buffer`` (the whole run) and put the file in place, unless a
         write failed or was refused, or a secret was found."""
@@ -139,13 +136,9 @@ class PartialFile:
         self.done = True
 
     def _put(self, data: memoryview | bytes) -> bool:
-        """Scan ``data`` and append it to the partial file; ``False`` (the file given up)
-        when a secret is found or the write fails or is refused."""
+        """Append ``data`` to the partial file; ``False`` (the file given up) when the write
+        fails or is refused."""
         if self.broken:
-            return False
-        if self._scan is not None and (label := self._scan(data)) is not None:
-            self.leaked = label
-            self.broken = True
             return False
         try:
             fd = self._fd if self._fd is not None else self._open()

@@ -20,8 +20,17 @@ The file (:class:`~.partial.PartialFile`) is written as ``.<name>.partial`` besi
 as the run goes, and renamed into place by :meth:`Recorder.close` after its bytes are synced,
 so ``path`` only ever holds a whole run. It is a flight recorder: the lines made so far are
 written at every turn boundary (each ``llm.turn.started`` and ``llm.turn.completed``), at the
-terminal event and when a batch is full, each piece scanned for secrets first, so a run cut
-short by a hard crash leaves every event up to the last turn boundary in the partial file.
+terminal event and when a batch is full, so a run cut short by a hard crash leaves every
+event up to the last turn boundary in the partial file.
+
+The last look. Before any line reaches the file, the redactor's ``scan`` looks at it once
+more, and a line holding a secret gives the file up (:attr:`RecorderStats.leaked`). It is
+looked at as it is made, whether or not the size cap lets it into the file. A payload the
+redactor's gate passed as it was redacted (:class:`PayloadGate`) is the one exception: the
+scan finds nothing in such bytes (a property test holds the two to that, on every built-in
+rule), so they are not searched again, and its line is looked at only when it is the first
+of its event type, for the type (the rest of such a line is the recorder's own: its
+timestamp, ``seq`` and step). Every other line is looked at whole.
 ``root`` is the folder below which no symbolic link is followed (and which says the files'
 modes); a refusal is in :attr:`RecorderStats.refused`. ``max_file_bytes`` caps the file (not
 the in-memory run, which the comparison uses): past it, lines are left out of the file and
@@ -37,7 +46,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import orjson
 
@@ -49,7 +58,7 @@ from .lines import LineMaker
 from .loader import DEFAULT_LIMITS, Rollout, loads
 from .partial import PartialFile
 
-__all__ = ["PayloadRedactor", "Recorder", "RecorderStats", "encode_payload"]
+__all__ = ["PayloadGate", "PayloadRedactor", "Recorder", "RecorderStats", "encode_payload"]
 
 
 class PayloadRedactor(Protocol):
@@ -68,6 +77,16 @@ class PayloadRedactor(Protocol):
     def scan(self, data: bytes | bytearray | memoryview) -> str | None: ...
 
 
+@runtime_checkable
+class PayloadGate(Protocol):
+    """What a redactor may offer besides (:class:`~pytest_rollout.safety.redact.Redactor`
+    does): whether its gate passes a payload without reading it, so that ``redact_payload``
+    would give the payload back as it is and ``scan`` would find nothing in it. The bytes of
+    such a payload are not looked at again before they reach the file."""
+
+    def gate_passes(self, payload: bytes) -> bool: ...
+
+
 #: An emitted event waiting to become a line: the clock when it was emitted, its type, its
 #: payload (``None``: lost as it was emitted), its step, and whether the step is implied.
 _Pending = tuple[int, str, bytes | None, int, bool]
@@ -83,6 +102,11 @@ _TURN_TYPES: Final = frozenset({LLM_TURN_STARTED, LLM_TURN_COMPLETED})
 #: The types whose events _queue decides more about (the run's end, a turn boundary), and
 #: those that move the step: the rest are queued inline by emit_payload.
 _QUEUED_SLOWLY: Final = TERMINAL_TYPES | _TURN_TYPES | _STEP_MOVERS
+
+
+def _never(payload: bytes) -> bool:
+    """A redactor without a gate vouches for no payload."""
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +181,21 @@ class Recorder:
         # The seq at which lines are next written out (never, without a file).
         self._flush_seq = flush_every if path is not None else sys.maxsize
         self._file: PartialFile | None = None
+        # The last look at lines before they reach the file (not in mode "full"), and the
+        # event types that had it (the types of lines that need none count as having had it).
+        self._scan: Callable[[bytes], str | None] | None = None
+        self._looked: set[str] = set()
+        # Whether a payload needs neither redaction nor a last look: every payload when
+        # there is no redactor (bool of bytes is true); when a file is looked at, those its
+        # gate passes (if it has one); otherwise none, and the redactor decides.
+        self._vouch: Callable[[bytes], bool] = bool if redactor is None else _never
         if self.path is not None:
             max_bytes = sys.maxsize if max_file_bytes is None else max(max_file_bytes, 0)
-            scan = None if redactor is None or redactor.mode == "full" else redactor.scan
-            self._file = PartialFile(self.path, max_bytes, root=root, scan=scan)
+            self._file = PartialFile(self.path, max_bytes, root=root)
+            if redactor is not None and redactor.mode != "full":
+                self._scan = redactor.scan
+                if isinstance(redactor, PayloadGate):
+                    self._vouch = redactor.gate_passes
 
     # -- emitting -------------------------------------------------------------------
 
@@ -305,11 +340,12 @@ class Recorder:
 
         The event cap and the redactor decide which events become lines; a gap marker goes
         before the first line after events were lost. The lines are appended to the buffer
-        at once, at the end of the batch.
+        at once, at the end of the batch, after their last look.
         """
         pieces: list[bytes] = []
-        add_line = self._lines.add
-        redactor = self.redactor
+        looks: list[bytes] = []  # the pieces of the lines to look at before the file
+        types: list[str] = []  # the types first looked at in this batch
+        add_line, vouch, looked = self._lines.add, self._vouch, self._looked
         seq = start_seq = self._seq
         open_below = start_open_below = self._open_below
         made = 0  # event lines made
@@ -319,17 +355,21 @@ class Recorder:
         for now, event_type, snapshot, step, implied in batch:
             terminal = event_type in terminals
             try:
-                # The slow path: a lost event, or near the cap, or after the terminal event.
-                payload = snapshot
-                if snapshot is None or seq >= open_below:
-                    self._seq = seq
-                    payload = self._admitted(snapshot, terminal)
-                if redactor is not None and payload is not None:
-                    payload = self._redacted(payload, terminal)
-                if payload is None:
-                    continue
+                # The common event: admitted at once, and its payload vouched for, so it is
+                # written as it is; its line is looked at only as the first of its type.
+                if snapshot is None or seq >= open_below or not vouch(snapshot):
+                    payload, look = self._vetted(snapshot, terminal, seq)
+                    if payload is None:
+                        continue
+                else:
+                    payload, look = snapshot, event_type not in looked
                 gap = self._gap
+                first = len(pieces)
                 add_line(pieces, now, event_type, payload, seq, step, implied, gap)
+                if look:
+                    looks += pieces[first:]
+                    looked.add(event_type)
+                    types.append(event_type)
                 if gap:
                     marked += gap
                     self._gap = 0
@@ -343,14 +383,46 @@ class Recorder:
                 self._lose(terminal)
         if self._keep(pieces):
             self._seq = seq
+            if looks:
+                self._look(looks)
         else:  # out of memory: the batch's lines are lost, and counted
             self._seq = start_seq
             self._open_below = start_open_below
-            self._dropped += made
-            self._gap += made + marked
-            if ended:
-                self._terminal_seen = False
-                self._reopen()
+            self._looked.difference_update(types)
+            self._lost_batch(made, marked, ended)
+
+    def _vetted(self, payload: bytes | None, terminal: bool, seq: int) -> tuple[bytes | None, bool]:
+        """An event the common path does not take (lost as it was emitted, near the event
+        cap or after the run's end, or its payload not vouched for): its payload admitted
+        and redacted (``None``: no line), and whether its line is looked at whole."""
+        if payload is None or seq >= self._open_below:
+            self._seq = seq
+            payload = self._admitted(payload, terminal)
+            if payload is None:
+                return None, False
+        if self.redactor is not None:
+            payload = self._redacted(payload, terminal)
+        return payload, self._scan is not None
+
+    def _lost_batch(self, made: int, marked: int, ended: bool) -> None:
+        """Count the lines of a batch that could not be kept (``made`` event lines, gap
+        markers for ``marked`` lost events), so that a gap marker stands for them."""
+        self._dropped += made
+        self._gap += made + marked
+        if ended:
+            self._terminal_seen = False
+            self._reopen()
+
+    def _look(self, pieces: list[bytes]) -> None:
+        """The last look at the lines made of ``pieces`` before they reach the file. When
+        they hold a secret, the file is given up: nothing more is written to it, and the
+        partial file is removed at the end (the run in memory is unaffected)."""
+        file, scan = self._file, self._scan
+        if file is None or scan is None or file.broken:
+            return
+        label = scan(b"".join(pieces))
+        if label is not None:
+            file.give_up(label)
 
     def _keep(self, pieces: list[bytes]) -> bool:
         """Append the lines of a batch to the buffer; ``False`` if they could not be."""

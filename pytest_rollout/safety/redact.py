@@ -1,8 +1,10 @@
 """Redaction (docs/secrets.md): secrets never reach disk.
 
 Every recorded event payload passes through a :class:`Redactor` before its bytes are
-written, and :meth:`Redactor.scan` checks a whole file once more before it is renamed into
-place. This module is the engine: it walks values and strings and applies the rule tables of
+written, and :meth:`Redactor.scan` looks at the bytes once more before they reach a file:
+a whole golden before it is put in place, and each line a recorder writes but for the bytes
+of a payload the gate has passed (:meth:`Redactor.gate_passes`), in which the scan would
+find nothing. This module is the engine: it walks values and strings and applies the rule tables of
 :mod:`~pytest_rollout.safety.redact_rules`, behind the prefilter of
 :mod:`~pytest_rollout.safety.redact_gate`. A secret is found by three layers:
 
@@ -207,6 +209,18 @@ class Redactor:
         if self.mode is RedactionMode.NONE:
             return None
         return orjson.dumps(redacted)
+
+    def gate_passes(self, payload: bytes) -> bool:
+        """Whether the gate rules out any secret in orjson-encoded ``payload`` without
+        reading it: :meth:`redact_payload` then gives ``payload`` back as it is, and
+        :meth:`scan` finds nothing in it (a property test holds the two to that, for every
+        built-in rule). ``False`` when the gate says "maybe", and always when it is off (a
+        rule it has no words for). The mode plays no part."""
+        search = self._search
+        if search is None or search(payload.translate(self._table)) is not None:
+            return False
+        extra = self._extra_search
+        return extra is None or extra(payload.lower()) is None
 
     def redact_name(self, text: str) -> str:
         """``text`` (a part of a test id) with each secret written as a token that is safe in

@@ -94,3 +94,69 @@ def test_verbatim_mode_writes_secrets_and_skips_the_final_scan(tmp_path: Path) -
     rec = run(Recorder(path, redactor=redactor(RedactionMode.FULL)))
     assert KEY.encode() in path.read_bytes()
     assert rec.stats.leaked is None
+
+
+class Watched(Redactor):
+    """The default redactor, keeping every piece of bytes its last look was asked about."""
+
+    def __init__(self) -> None:
+        super().__init__(environ={})
+        self.looked: list[bytes] = []
+
+    def scan(self, data: bytes | bytearray | memoryview) -> str | None:
+        self.looked.append(bytes(data))
+        return super().scan(data)
+
+
+def tool_run(rec: Recorder, outputs: list[str]) -> Recorder:
+    rec.emit("run.started", {"prompt": "hi"})
+    rec.emit("llm.turn.started", {"messages": [{"role": "user", "content": "hi"}]})
+    for output in outputs:
+        rec.emit_payload("tool.call.completed", b'{"call_id":"c1","output":"%b"}' % output.encode())
+    rec.emit("run.completed", {"outcome": "completed"})
+    rec.close()
+    return rec
+
+
+def test_a_payload_the_gate_passes_is_looked_at_again_only_for_its_type(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    watched = Watched()
+    rec = tool_run(Recorder(path, redactor=watched), ["sunny in Lyon", "rain in Oslo", "fog"])
+    looked = b"".join(watched.looked)
+    assert b"sunny in Lyon" in looked  # the first line of its type, for the type
+    assert b"rain in Oslo" not in looked
+    assert b"fog" not in looked
+    assert path.read_bytes() == rec.getvalue()
+    assert rec.stats.leaked is None
+
+
+def test_a_payload_the_gate_does_not_pass_is_looked_at_whole(tmp_path: Path) -> None:
+    class Blind(Redactor):
+        """A redactor with a bug: it leaves the secrets in (its gate still works)."""
+
+        def redact_payload(self, payload: bytes) -> bytes | None:
+            return payload
+
+    path = tmp_path / "run.jsonl"
+    rec = tool_run(Recorder(path, redactor=Blind(environ={})), ["fine", f"the key {KEY}"])
+    assert rec.stats.leaked == "openai-key"
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_redactor_that_cannot_vouch_for_a_payload_has_every_line_looked_at(
+    tmp_path: Path,
+) -> None:
+    watched = Watched()
+
+    class Plain:
+        """A redactor with only what the recorder asks of every one (no gate)."""
+
+        mode = "redacted"
+        redact_payload = watched.redact_payload
+        redact = watched.redact
+        scan = watched.scan
+
+    path = tmp_path / "run.jsonl"
+    rec = tool_run(Recorder(path, redactor=Plain()), ["sunny in Lyon", "rain in Oslo", "fog"])
+    assert b"".join(watched.looked) == rec.getvalue()

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rollout.errors import RolloutError
+from pytest_rollout.format.lines import LineMaker
 from pytest_rollout.safety.redact import (
     BUILTIN_RULES,
     SECRET_KEYS,
@@ -1014,6 +1015,81 @@ def test_the_fast_path_never_skips_what_the_walk_would_hide(
     expected = payload if walked == data else orjson.dumps(walked)
     assert redactor.redact_payload(payload) == expected
     assert (redactor.scan(payload) is None) == (walked == data)
+
+
+# -- the gate and the recorder's last look ----------------------------------------------
+#
+# A recorder writing a file does not look again at the bytes of a payload the gate passed
+# (docs/secrets.md): what follows holds the gate and the last look (``scan``) to agreeing.
+
+
+def recorded_line(payload: bytes) -> bytes:
+    """``payload`` in the line a recorder makes of it (a clean type, its step spliced in)."""
+    pieces: list[bytes] = []
+    LineMaker().add(pieces, 1_790_000_000_000_000_000, "tool.call.completed", payload, 7, 3, True)
+    return b"".join(pieces)
+
+
+def assert_the_gate_and_the_last_look_agree(redactor: Redactor, payload: bytes) -> None:
+    """When the gate passes ``payload``, the redaction leaves it as it is and the last look
+    finds nothing in it, alone or in its line."""
+    if redactor.gate_passes(payload):
+        assert redactor.redact_payload(payload) is payload
+        assert redactor.scan(payload) is None
+        assert redactor.scan(recorded_line(payload)) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), POSITIVES)
+def test_the_gate_never_passes_a_secret_of_any_builtin_rule(
+    one_redactor: Redactor, text: str, expected: str
+) -> None:
+    for data in ({"content": text}, {"messages": [{"role": "tool", "content": [text]}]}):
+        payload = orjson.dumps(data)
+        assert not one_redactor.gate_passes(payload)
+        assert one_redactor.scan(recorded_line(payload)) is not None
+
+
+@PROPERTY
+@given(documents())
+def test_the_gate_never_passes_a_planted_secret(
+    one_redactor: Redactor, case: tuple[Any, str]
+) -> None:
+    document, _ = case
+    payload = orjson.dumps(document if isinstance(document, dict) else {"d": document})
+    assert not one_redactor.gate_passes(payload)
+    assert one_redactor.scan(recorded_line(payload)) is not None
+
+
+@PROPERTY
+@given(st.one_of(keyed_payloads(), documents().map(lambda case: orjson.dumps({"d": case[0]}))))
+def test_what_the_gate_passes_the_last_look_passes(one_redactor: Redactor, payload: bytes) -> None:
+    assert_the_gate_and_the_last_look_agree(one_redactor, payload)
+
+
+@PROPERTY
+@given(st.dictionaries(FILLER, st.one_of(FILLER, st.integers(-(2**63), 2**63 - 1), st.none())))
+def test_what_the_gate_passes_in_ordinary_text_the_last_look_passes(
+    one_redactor: Redactor, data: dict[str, Any]
+) -> None:
+    assert_the_gate_and_the_last_look_agree(one_redactor, orjson.dumps(data))
+
+
+def test_the_gate_passes_ordinary_payloads(one_redactor: Redactor) -> None:
+    """The properties above do not hold by the gate passing nothing."""
+    for data in (
+        USAGE,
+        {"call_id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"content": "The weather in Paris is cloudy; would you like the forecast?"},
+        {"name": "search_web", "arguments": {"query": "what does bec. mean"}},
+    ):
+        payload = orjson.dumps(data)
+        assert one_redactor.gate_passes(payload)
+        assert_the_gate_and_the_last_look_agree(one_redactor, payload)
+
+
+def test_a_gate_that_is_off_passes_nothing() -> None:
+    redactor = Redactor(environ=NO_ENV, extra_rules=[Rule("acme", r"acme-[0-9]{6}")])
+    assert not redactor.gate_passes(orjson.dumps({"content": "nothing to see"}))
 
 
 def test_ordinary_payloads_are_never_decoded(monkeypatch: pytest.MonkeyPatch) -> None:

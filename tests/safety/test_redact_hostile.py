@@ -3,7 +3,8 @@
 Timing assertions are kept out of unit tests: the adversarial inputs run in a subprocess with a
 timeout, so a pattern that backtracks makes the test fail by taking minutes instead of
 seconds. The fuzz tests build text from fragments of every rule (words, separators, prefixes,
-markers, escapes) and check the promises that tie the layers together.
+markers, escapes) and check the promises that tie the layers together, the gate's with the
+last look's among them (with environment values that JSON escapes, and extra keys).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_rollout.format.lines import LineMaker
 from pytest_rollout.safety.redact import RedactionMode, Redactor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +132,19 @@ def check_promises(redactor: Redactor, data: dict[str, Any]) -> None:
     # The fast path never lets through what the walk would hide.
     expected = payload if once == data else orjson.dumps(once)
     assert redactor.redact_payload(payload) == expected
+    # What the gate passes, the last look passes too, alone or in the line a recorder makes
+    # of it: a recorder writing a file does not look at such a payload's bytes again.
+    if redactor.gate_passes(payload):
+        assert once == data
+        assert redactor.scan(payload) is None
+        assert redactor.scan(recorded_line(payload)) is None
+
+
+def recorded_line(payload: bytes) -> bytes:
+    """``payload`` in the line a recorder makes of it (a clean type, its step spliced in)."""
+    pieces: list[bytes] = []
+    LineMaker().add(pieces, 1_790_000_000_000_000_000, "tool.call.completed", payload, 7, 3, True)
+    return b"".join(pieces)
 
 
 @functools.cache
