@@ -5,7 +5,7 @@
   (Python's default) and once with it off;
 * pytest's start-up with the plugin against without it (one trivial test, plugin autoload off);
 * the memory a pytest process gains per replayed test, over a generated project of SDK tests
-  that each replay their own golden.
+  of 20 tool calls each that each replay their own golden.
 
 Every measurement here alternates the processes it compares and keeps each one's median,
 after one untimed run of each. The timed processes cache their bytecode, as an installed
@@ -139,8 +139,13 @@ def startup(repeat: int, *, cached: bool = True) -> StartupFigures:
 
 # -- memory per replayed test -----------------------------------------------------------------
 
+#: How many tool calls each test of the memory row makes: four turns of five parallel calls.
+CALLS_PER_TEST = 20
+_CALLS_PER_TURN = 5
+
 #: One test per parameter, each its own golden: an SDK agent (OpenAI Chat Completions through
-#: ``rollout.openai``) on the test suite's fake service, which is offline in replay.
+#: ``rollout.openai``) on the test suite's fake service, which is offline in replay. Each
+#: test makes ``CALLS_PER_TEST`` tool calls, in turns of five parallel calls, then answers.
 SDK_TESTS = """
 import os
 
@@ -151,19 +156,23 @@ from sdk_agents import AGENTS, get_weather
 CITIES = ["Paris", "Lyon", "Oslo", "Lima", "Perth"]
 
 
-def live_model(city):
+def live_model(n):
     if os.environ.get("MODEL_OFFLINE"):
         return offline_transport()
-    script = [Call("get_weather", {{"city": city}}), Say(f"Sunny in {{city}}.")]
-    return FakeModel("openai.chat", script).transport()
+    calls = [Call("get_weather", {{"city": CITIES[(n + i) % 5], "i": i}}) for i in range({calls})]
+    script = [calls[i : i + {per_turn}] for i in range(0, {calls}, {per_turn})]
+    return FakeModel("openai.chat", [*script, Say(f"Sunny, {{n}}.")]).transport()
+
+
+def weather(city, i):
+    return {{**get_weather(city), "i": i}}
 
 
 @pytest.mark.parametrize("n", range({count}))
 def test_agent(rollout, golden, n):
-    city = CITIES[n % len(CITIES)]
-    client = rollout.openai(transport=live_model(city), api_key="sk-test", base_url="http://fake.test/v1")
-    tools = rollout.tools({{"get_weather": get_weather}})
-    prompt = f"What is the weather in {{city}}? ({{n}})"
+    client = rollout.openai(transport=live_model(n), api_key="sk-test", base_url="http://fake.test/v1")
+    tools = rollout.tools({{"get_weather": weather}})
+    prompt = f"What is the weather in five cities? ({{n}})"
     with rollout.run(prompt=prompt) as run:
         run.output = AGENTS["openai.chat"][1](client, prompt, tools)
     assert rollout == golden
@@ -198,6 +207,7 @@ class MemoryFigures:
     warm_up: int
     slope_mib: float  # least-squares growth per test after the warm-up
     total_mib: float  # from the end of the warm-up to the last test
+    warm_up_slope_mib: float  # the same over the warm-up's tests
 
 
 def _slope(values: Sequence[float]) -> float:
@@ -208,8 +218,10 @@ def _slope(values: Sequence[float]) -> float:
 
 
 def replay_memory(tests: int, warm_up: int) -> MemoryFigures:
-    """Record ``tests`` SDK tests, then replay them all in one pytest process and measure the
-    resident memory it gains per test after ``warm_up`` tests."""
+    """Record ``tests`` SDK tests of ``CALLS_PER_TEST`` tool calls each, then replay them all
+    in one pytest process and measure the resident memory it gains per test: after
+    ``warm_up`` tests (the figure with a target: memory a test leaves behind), and over
+    them (a figure)."""
     if not Path("/proc/self/statm").exists():
         raise SystemExit("the memory row reads /proc/self/statm (Linux)")
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as folder:
@@ -218,7 +230,8 @@ def replay_memory(tests: int, warm_up: int) -> MemoryFigures:
             shutil.copy(TESTS / helper, root / helper)
         (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         (root / "conftest.py").write_text(RSS_CONFTEST, encoding="utf-8")
-        (root / "test_agents.py").write_text(SDK_TESTS.format(count=tests), encoding="utf-8")
+        project = SDK_TESTS.format(count=tests, calls=CALLS_PER_TEST, per_turn=_CALLS_PER_TURN)
+        (root / "test_agents.py").write_text(project, encoding="utf-8")
         out = root / "rss.json"
         env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "BENCH_RSS_OUT": str(out)}
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -232,4 +245,5 @@ def replay_memory(tests: int, warm_up: int) -> MemoryFigures:
                 raise SystemExit(f"the memory project failed:\n{done.stdout[-3000:]}")
         rss = [kib / 1024 for kib in json.loads(out.read_text(encoding="utf-8"))]
     after = rss[warm_up:]
-    return MemoryFigures(tests, warm_up, _slope(after), after[-1] - after[0])
+    first = rss[: warm_up + 1]
+    return MemoryFigures(tests, warm_up, _slope(after), after[-1] - after[0], _slope(first))
