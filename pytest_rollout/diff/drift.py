@@ -322,9 +322,9 @@ def _terminal(events: Sequence[Event]) -> Event | None:
 def _outcome_diff(
     a: Sequence[Event], b: Sequence[Event], a_sum: RunSummary, b_sum: RunSummary
 ) -> OutcomeDiff:
-    if a_sum.completed and not b_sum.completed:
+    if a_sum.clean and not b_sum.clean:
         return "regressed"
-    if b_sum.completed and not a_sum.completed:
+    if b_sum.clean and not a_sum.clean:
         return "improved"
     ta, tb = _terminal(a), _terminal(b)
     if ta is None or tb is None:

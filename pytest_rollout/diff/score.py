@@ -10,6 +10,7 @@ from typing import Any, Final, Literal
 from ..format.events import (
     ERROR_FAMILIES,
     LLM_TURN_COMPLETED,
+    REPLAY_DIVERGENCE,
     RUN_COMPLETED,
     RUN_FAILED,
     TOOL_CALL_STARTED,
@@ -64,10 +65,24 @@ class RunSummary:
     timed_output_tokens: int = 0
     timed_latency_ms: float = 0.0
     unreported_turns: int = 0
+    #: The replay divergences the run holds (each also counted in ``errors``).
+    diverged: int = 0
 
     @property
     def completed(self) -> bool:
         return self.outcome == "completed"
+
+    @property
+    def clean(self) -> bool:
+        """Whether the run completed without leaving its golden on the way: one whose agent
+        swallowed a replay divergence and answered anyway is not."""
+        return self.completed and not self.diverged
+
+    @property
+    def scored_outcome(self) -> str:
+        """The outcome the score compares: ``diverged`` for a run that completed after a
+        replay divergence, else the run's own."""
+        return "diverged" if self.completed and self.diverged else self.outcome
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -137,7 +152,7 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
     ``error_types`` are counted as errors besides the built-in families.
     """
     tools: Counter[str] = Counter()
-    turns = errors = 0
+    turns = errors = diverged = 0
     tokens = _Tokens()
     outcome = "incomplete"
     extra = frozenset(error_types)
@@ -155,6 +170,8 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
             outcome = str(event.data.get("outcome") or "completed")
         elif kind == RUN_FAILED:
             outcome = "failed"
+        elif kind == REPLAY_DIVERGENCE:
+            diverged += 1
         if kind in errors_of:
             errors += 1
     return RunSummary(
@@ -173,6 +190,7 @@ def summarize(events: Sequence[Event], error_types: Iterable[str] = ()) -> RunSu
         timed_output_tokens=tokens.timed_output,
         timed_latency_ms=tokens.timed_latency_ms,
         unreported_turns=turns - tokens.reported,
+        diverged=diverged,
     )
 
 
@@ -271,12 +289,16 @@ def _lower_wins(a: float | None, b: float | None) -> Side:
 
 
 def score(a: RunSummary, b: RunSummary) -> Score:
-    """Score two runs: each criterion's points go to the better run, equal gives nobody."""
+    """Score two runs: each criterion's points go to the better run, equal gives nobody.
+
+    A run that completed after a replay divergence its agent swallowed has not completed as
+    the outcome counts it (:attr:`RunSummary.scored_outcome`), and the divergence is also
+    one of its errors: such a run never wins against one that did not diverge."""
     outcome: Side = "tie"
-    if a.completed != b.completed:
-        outcome = "a" if a.completed else "b"
+    if a.clean != b.clean:
+        outcome = "a" if a.clean else "b"
     criteria = (
-        Criterion("outcome", POINTS["outcome"], outcome, a.outcome, b.outcome),
+        Criterion("outcome", POINTS["outcome"], outcome, a.scored_outcome, b.scored_outcome),
         Criterion("errors", POINTS["errors"], _lower_wins(a.errors, b.errors), a.errors, b.errors),
         Criterion(
             "cost", POINTS["cost"], _lower_wins(a.cost_usd, b.cost_usd), a.cost_usd, b.cost_usd

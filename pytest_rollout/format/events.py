@@ -72,10 +72,12 @@ LLM_RESPONSE_META: Final = "llm.response.meta"
 
 TERMINAL_TYPES: Final = frozenset({RUN_COMPLETED, RUN_FAILED})
 
-#: Event types counted by the "errors" criterion of the regression score.
+#: Event types counted by the "errors" criterion of the regression score. A replay divergence
+#: is one: a run whose agent swallowed it is not a run that went well.
 ERROR_FAMILIES: Final = frozenset(
     {
         RUN_FAILED,
+        REPLAY_DIVERGENCE,
         HOOK_FAILED,
         TOOL_HOOK_FAILED,
         MEMORY_OBSERVE_FAILED,

@@ -96,6 +96,7 @@ def test_every_error_family_is_counted(family: str) -> None:
 def test_error_families_are_the_design_list() -> None:
     assert {
         "run.failed",
+        "replay.divergence",
         "hook.failed",
         "tool_hook.failed",
         "memory.observe.failed",
@@ -264,3 +265,26 @@ def test_score_of_real_event_runs() -> None:
     }
     assert (result.a_points, result.b_points, result.winner) == (5, 0, "a")
     assert result.criteria[1] == Criterion("errors", 1, "a", 0, 2)
+
+
+def test_a_run_that_swallowed_a_divergence_never_wins() -> None:
+    """The agent caught replay's divergence and answered anyway, cheaper and shorter than
+    its golden: it has not completed as the score counts it, and it loses."""
+    golden = run(
+        ("llm.turn.completed", 1, {"cost_usd": 0.02}),
+        ("llm.turn.completed", 2, {"cost_usd": 0.02}),
+        ("run.completed", 2, {"outcome": "completed"}),
+    )
+    swallowed = run(
+        ("replay.divergence", 1, {"kind": "tool_call_mismatch", "detail": "..."}),
+        ("llm.turn.completed", 1, {"cost_usd": 0.001}),
+        ("run.completed", 1, {"outcome": "completed"}),
+    )
+    a, b = summarize(golden), summarize(swallowed)
+    assert (b.completed, b.clean, b.diverged, b.errors) == (True, False, 1, 1)
+    result = score(a, b)
+    assert winners(a, b) == {"outcome": "a", "errors": "a", "cost": "b", "steps": "b"}
+    assert (result.winner, result.a_points, result.b_points) == ("a", 4, 2)
+    assert result.criteria[0] == Criterion("outcome", 3, "a", "completed", "diverged")
+    # Both diverged: the outcome is no one's point.
+    assert winners(b, b)["outcome"] == "tie"

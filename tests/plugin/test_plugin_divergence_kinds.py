@@ -32,7 +32,8 @@ def test_agent(rollout, golden, change):
 """
 
 # The change, then what the report must say: headline, the divergence, and the score.
-GOLDEN_FAILED = "outcome (this run failed where golden completed), errors (golden 0 vs this run 1)"
+# The run failed, and its replay divergence counts among its errors too.
+GOLDEN_FAILED = "outcome (this run failed where golden completed), errors (golden 0 vs this run 2)"
 EXPECTED = {
     "argument": (
         "at step 1: tool_call_mismatch (attributed to the agent)",
@@ -168,5 +169,9 @@ def test_report_reaches_the_user_however_the_agent_handles_the_error(
     # Swallowed, the error leads the agent on to a request the recording does not hold.
     swallowed = report_text(sections["test_error_swallowed_then_asserted"])
     assert "then prompt_mismatch at step 2: the request differs" in swallowed
-    assert "Score: this run wins 1-0: cost (golden $0.0008 vs this run $0.00025)" in swallowed
+    # A run whose agent swallowed its divergences and answered anyway never wins.
+    assert (
+        "Score: golden wins 4-1: outcome (this run diverged where golden completed), errors "
+        "(golden 0 vs this run 2); this run takes cost (golden $0.0008 vs this run $0.00025)"
+    ) in swallowed
     assert live_calls(pytester) == []

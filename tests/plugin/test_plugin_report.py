@@ -63,7 +63,7 @@ TOOL_CALL_MISMATCH_REPORT = [
     "Steps 0-2: 1 identical, 1 diverged, 1 only in golden, 0 only in this run",
     "Score: golden wins 4-2: outcome (this run failed where golden completed), "
     "errors (golden 0 vs this",
-    "    run 1); this run takes cost (golden $0.0008 vs this run $0.00025), "
+    "    run 2); this run takes cost (golden $0.0008 vs this run $0.00025), "
     "steps (golden 2 vs this run",
     "    1)",
     "Cost: golden $0.0008, this run $0.00025 (-$0.00055)",

@@ -178,7 +178,7 @@ def test_the_failure_report_of_a_changed_prompt(
         "Steps 0-2: 0 identical, 2 diverged, 1 only in golden, 0 only in this run",
         "Score: golden wins 4-1: outcome (this run failed where golden completed), errors "
         "(golden 0 vs this",
-        "    run 1); this run takes steps (golden 2 vs this run 1)",
+        "    run 2); this run takes steps (golden 2 vs this run 1)",
         "Cost: golden $0.000052, this run cost unknown",
     ]
 
