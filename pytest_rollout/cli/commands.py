@@ -251,7 +251,7 @@ def _diff_report(
     from ..diff.report import CLI_LABELS, render_verdict
 
     run_a, run_b = _load_trusted_pair(args.a, args.b, limits)
-    report = drift_report(run_a.events, run_b.events, options, json_data=True)
+    report = drift_report(run_a.events, run_b.events, options)
     comparison = report.comparison
     if args.json:
         data = {"a": run_a.path, "b": run_b.path, **report.to_json_obj()}

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import orjson
 
-from ..format.events import LLM_TURN_COMPLETED, Event
+from ..format.events import LLM_TURN_COMPLETED, Event, JsonEvents
 from ..format.gcpause import collector_paused
 from ..format.ids import align_call_ids
 from .canonical import (
@@ -302,8 +302,6 @@ def compare(
     a: Sequence[Event],
     b: Sequence[Event],
     options: CanonicalOptions = DEFAULT_OPTIONS,
-    *,
-    json_data: bool = False,
 ) -> Comparison:
     """Compare run ``a`` (reference) with run ``b`` step by step.
 
@@ -311,10 +309,12 @@ def compare(
     (see :mod:`pytest_rollout.format.ids`): they are volatile names, not behaviour.
 
     An event whose data cannot be canonicalized raises, as canonicalizing every event
-    would. ``json_data``: every event's data was parsed from JSON text, as the loader's
-    is, so none can fail; events found equal because they share their data object are
-    then not encoded to check it.
+    would. Events found equal because they share their data object are not canonicalized
+    at all, so they are encoded to check it, unless both runs are the loader's
+    (:class:`~pytest_rollout.format.events.JsonEvents`): data parsed from JSON text always
+    encodes.
     """
+    from_json = isinstance(a, JsonEvents) and isinstance(b, JsonEvents)
     b = align_call_ids(a, b)
     ra = _Run(a, options)
     rb = _Run(b, options)
@@ -338,7 +338,7 @@ def compare(
             _canonicalize_unencodable(ra, min(agreed, ra.reordered))
             _canonicalize_unencodable(rb, min(agreed, rb.reordered))
         # The events found equal by their shared data were not encoded at all.
-        for index in () if json_data else _unencodable(shared):
+        for index in () if from_json else _unencodable(shared):
             canonicalize_event(shared[index], options)
     return comparison
 

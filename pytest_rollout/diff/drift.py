@@ -183,16 +183,14 @@ def drift_report(
     divergences: Iterable[Divergence] = (),
     comparison: Comparison | None = None,
     error_types: Iterable[str] = (),
-    json_data: bool = False,
 ) -> DriftReport:
     """Compare ``b`` with ``a`` and say how it drifted.
 
     ``divergences`` are those replay raised while ``b`` ran (the headline when given);
-    without them the comparison's first divergence is classified. ``json_data``: as for
-    :func:`~pytest_rollout.diff.compare.compare`.
+    without them the comparison's first divergence is classified.
     """
     if comparison is None:
-        comparison = compare(a, b, options, json_data=json_data)
+        comparison = compare(a, b, options)
     found = tuple(divergences)
     if not found and (classified := classify(comparison)) is not None:
         found = (classified,)

@@ -34,6 +34,7 @@ __all__ = [
     "TOOL_HOOK_FAILED",
     "USAGE_DELTA",
     "Event",
+    "JsonEvents",
     "is_step_carrying",
 ]
 
@@ -147,3 +148,12 @@ class Event(NamedTuple):
     def to_json_obj(self) -> dict[str, Any]:
         """The on-disk form of the event (without ``line``)."""
         return {"ts": self.ts, "seq": self.seq, "type": self.type, "data": self.data}
+
+
+class JsonEvents(tuple[Event, ...]):
+    """A run's events as the loader reads them from JSON text (a
+    :class:`~pytest_rollout.format.loader.Rollout`'s ``events``): every event's data is
+    plain JSON, so nothing in them can fail to encode. The comparison relies on it to leave
+    the events it finds equal unread; change their data in place and it may not notice."""
+
+    __slots__ = ()

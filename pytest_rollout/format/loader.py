@@ -38,13 +38,14 @@ from .events import (
     STEP_TYPE_PREFIXES,
     TERMINAL_TYPES,
     Event,
+    JsonEvents,
     is_step_carrying,
 )
 from .files import Unreadable, read_regular
 from .gcpause import collector_paused
 from .schema import CHECKS, json_kind, schema_problem
 
-__all__ = ["Limits", "Rollout", "load", "loads", "loads_reference", "read_rollout_bytes"]
+__all__ = ["Limits", "Rollout", "load", "loads", "parse", "read_rollout_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,6 @@ def loads(
     path: str = "<bytes>",
     limits: Limits = DEFAULT_LIMITS,
     tolerant: bool = False,
-    like: Parsed | None = None,
 ) -> Rollout:
     """Validate rollout ``data`` (the bytes of a whole file); ``path`` names it in errors.
 
@@ -125,26 +125,21 @@ def loads(
     that does not end with a newline and does not parse is left out, and a run without its
     terminal event is accepted. The result's ``cut_short_after`` then says how many whole
     events were kept (``None``: the run was whole). Every other rule is as strict.
-
-    ``like``: what :func:`loads_reference` kept of a run this one is about to be compared
-    with; the run is read like it (see :func:`~.pair.load_pair`).
     """
-    return _loaded(data, path, limits, tolerant, like)[0]
+    return parse(data, path=path, limits=limits, tolerant=tolerant)[0]
 
 
-def loads_reference(
-    data: bytes, *, path: str = "<bytes>", limits: Limits = DEFAULT_LIMITS
+def parse(
+    data: bytes,
+    *,
+    path: str,
+    limits: Limits = DEFAULT_LIMITS,
+    tolerant: bool = False,
+    like: Parsed | None = None,
 ) -> tuple[Rollout, Parsed | None]:
-    """:func:`loads` of a run that another will be compared with (a golden), and what the
-    other's :func:`loads` can read like it (``like``), or ``None`` (read line by line)."""
-    return _loaded(data, path, limits)
-
-
-def _loaded(
-    data: bytes, path: str, limits: Limits, tolerant: bool = False, like: Parsed | None = None
-) -> tuple[Rollout, Parsed | None]:
-    """The rollout of ``data``, and its parsed lines when the fast path read it (see
-    :func:`~.bulk.bulk_parse` for ``like``)."""
+    """:func:`loads`, and the file's parsed lines when the fast path read it (``None``: it
+    was read line by line). ``like``: the parsed lines of a run this one is about to be
+    compared with, to read it like that run (:class:`~.pair.Reference`, which owns this)."""
     if len(data) > limits.total_bytes:
         raise RolloutFormatError(
             path, None, f"file is {len(data)} bytes, over the {limits.total_bytes}-byte limit"
@@ -161,7 +156,7 @@ def _loaded(
             events = _parse_events(data, path, limits, tolerant)
     ended = bool(events) and events[-1].type in TERMINAL_TYPES
     cut_short = len(events) if cut or not ended else None
-    return Rollout(path, events, cut_short), parsed
+    return Rollout(path, JsonEvents(events), cut_short), parsed
 
 
 def _bounds(limits: Limits) -> Bounds:

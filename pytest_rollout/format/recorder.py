@@ -50,7 +50,6 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import orjson
 
-from .bulk import Parsed
 from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, RUN_STARTED, TERMINAL_TYPES
 from .files import WriteRoot
 from .jsonable import encode_payload, encode_with_placeholders, json_default
@@ -571,7 +570,6 @@ class Recorder:
             self._drain_held()
             return bytes(self._buffer)
 
-    def rollout(self, path: str = "<recorded>", like: Parsed | None = None) -> Rollout:
-        """The recorded events, validated by the loader as any rollout file would be;
-        ``like``: a golden's lines to read them like (see :func:`~.loader.loads`)."""
-        return loads(self.getvalue(), path=self.path or path, like=like)
+    def rollout(self, path: str = "<recorded>") -> Rollout:
+        """The recorded events, validated by the loader as any rollout file would be."""
+        return loads(self.getvalue(), path=self.path or path)

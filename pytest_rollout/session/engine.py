@@ -37,7 +37,7 @@ from ..format.events import (
     Event,
 )
 from ..format.jsonable import to_json_data_or_placeholder as plain
-from ..format.loader import Rollout, loads
+from ..format.loader import Rollout
 from ..format.recorder import Recorder
 from ..replay.history import TurnRequest
 from ..replay.mode import Mode
@@ -489,20 +489,20 @@ class Engine:
         assert golden is not None
         if self.started and not self._finished:
             self.finish_completed(None)
+        reference = golden.reference
+        assert reference is not None
+        events: tuple[Event, ...] = ()
         if self.started:
             path = self.recorder.path or "<recorded>"
-            events = loads(self.recorder.getvalue(), path=path, like=golden.lines).events
-        else:
-            events = ()
+            events = reference.read(self.recorder.getvalue(), path=path).events
         report = drift_report(
             run.events,
             events,
             self.setup.options,
             divergences=self.divergences(),
             error_types=self.setup.error_types,
-            json_data=True,  # both runs are read back from their lines
         )
-        self._golden = golden.without_lines()
+        reference.release()  # no other run is read like the golden
         self._verdict = Verdict(
             golden_path=golden.shown,
             run_path=self.setup.run_display or self.recorder.path,

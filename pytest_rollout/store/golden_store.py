@@ -31,8 +31,8 @@ from typing import Final
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
 from ..diff.integrity import unrecorded_calls, unrecorded_text
 from ..errors import RolloutError, RolloutWarning
-from ..format.bulk import Parsed
-from ..format.loader import Rollout, loads_reference, read_rollout_bytes
+from ..format.loader import Rollout, read_rollout_bytes
+from ..format.pair import Reference
 from ..replay.mode import Mode
 from ..safety.redact import RedactionMode, Redactor
 from .golden import (
@@ -52,39 +52,39 @@ __all__ = ["GoldenStore", "Kept", "LoadedGolden"]
 class LoadedGolden:
     """A test's golden as its replay and its verdict use it: the run, or why there is none.
 
-    ``shown`` is its path as the user reads it in a report; ``lines`` is what lets the
-    test's run be read like it at the verdict (:func:`~pytest_rollout.format.loader.loads`).
-    ``resealed``: it had been edited since it was recorded, and was accepted and sealed
-    anew (``accept_edits``).
+    ``shown`` is its path as the user reads it in a report; ``reference`` is the golden's
+    run, read so that the test's run can be read like it at the verdict
+    (:class:`~pytest_rollout.format.pair.Reference`). ``resealed``: it had been edited since
+    it was recorded, and was accepted and sealed anew (``accept_edits``).
     """
 
     path: Path
     shown: str
-    rollout: Rollout | None = None
-    lines: Parsed | None = None
+    reference: Reference | None = None
     error: RolloutError | None = None
     resealed: bool = False
 
     @classmethod
     def of(cls, rollout: Rollout, path: str | Path = "golden.jsonl") -> LoadedGolden:
         """A golden already in hand (a test of the library, a file loaded by the caller)."""
-        return cls(Path(path), str(path), rollout)
+        return cls(Path(path), str(path), Reference(rollout))
+
+    @property
+    def rollout(self) -> Rollout | None:
+        """The golden's run (``None``: there is none, see :attr:`error`)."""
+        return None if self.reference is None else self.reference.rollout
 
     @property
     def loaded(self) -> bool:
-        return self.rollout is not None
+        return self.reference is not None
 
     def require(self) -> Rollout:
         """The golden's run, or the error that says why there is none, raised."""
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
-        if self.rollout is not None:
-            return self.rollout
+        if self.reference is not None:
+            return self.reference.rollout
         assert self.error is not None  # the store makes one or the other
         raise self.error
-
-    def without_lines(self) -> LoadedGolden:
-        """The same golden, once nothing is left to read like it (its lines freed)."""
-        return dataclasses.replace(self, lines=None) if self.lines is not None else self
 
 
 class Kept(StrEnum):
@@ -151,13 +151,13 @@ class GoldenStore:
         edited = check.status is not ReceiptStatus.OK
         if edited and not self.accept_edits:
             raise GoldenEditedError(dataclasses.replace(check, golden=shown).message(test_id))
-        rollout, lines = loads_reference(data, path=str(path))  # a refused golden: never sealed
+        reference = Reference.loads(data, path=str(path))  # a refused golden: never sealed
         if edited:
             seal = make_receipt(
                 data, redaction_mode=redactor.mode.value, rules_sha256=redactor.rules_digest
             )
             write_receipt(path, seal)
-        return LoadedGolden(path, shown, rollout, lines, resealed=edited)
+        return LoadedGolden(path, shown, reference, resealed=edited)
 
     def _refuse_unrecorded(self, golden: LoadedGolden, test_id: str) -> None:
         """A golden whose tool calls were not recorded: a dry replay would run those tools

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from pytest_rollout import Recorder, RolloutFormatError, load
 from pytest_rollout.diff.compare import compare
 from pytest_rollout.diff.drift import drift_report
-from pytest_rollout.format.events import Event
-from pytest_rollout.format.loader import loads, loads_reference
-from pytest_rollout.format.pair import load_pair
+from pytest_rollout.format.events import Event, JsonEvents
+from pytest_rollout.format.loader import loads
+from pytest_rollout.format.pair import Reference, load_pair
 
 START = 1_782_650_096_000_000_000  # 2026-06-28T12:34:56Z, in nanoseconds
 EVENTS: list[tuple[str, dict[str, Any]]] = [
@@ -155,23 +155,25 @@ def test_a_reference_is_compared_as_it_is_now_not_as_it_was_read() -> None:
     # nothing should do) is not handed to b: b's line is read on its own.
     changed = [*EVENTS]
     changed[4] = ("tool.call.completed", {"call_id": "c1", "name": "w", "output": "19C"})
-    reference, parsed = loads_reference(recorded(EVENTS), path="a.jsonl")
-    assert parsed is not None
+    golden = Reference.loads(recorded(EVENTS), path="a.jsonl")
+    assert golden.shares
+    reference = golden.rollout
     data = recorded(EVENTS, START + 10**9)
     reference.events[3].data["arguments"]["city"] = "Lyon"
     reference.events[5].data["messages"] = {"not", "JSON"}  # orjson cannot write a set
-    run = loads(data, path="b.jsonl", like=parsed)
+    run = golden.read(data, path="b.jsonl")
     assert run == loads(data, path="b.jsonl")
     shared = [x.data is y.data for x, y in zip(reference.events, run.events, strict=True)]
     assert shared == [False] * 8  # the set sends the whole file line by line
 
 
 def test_a_reference_shares_what_is_unchanged_after_another_line_was_changed() -> None:
-    reference, parsed = loads_reference(recorded(EVENTS), path="a.jsonl")
-    assert parsed is not None
+    golden = Reference.loads(recorded(EVENTS), path="a.jsonl")
+    assert golden.shares
+    reference = golden.rollout
     data = recorded(EVENTS, START + 10**9)
     reference.events[3].data["arguments"]["city"] = "Lyon"
-    run = loads(data, path="b.jsonl", like=parsed)
+    run = golden.read(data, path="b.jsonl")
     assert run == loads(data, path="b.jsonl")
     shared = [x.data is y.data for x, y in zip(reference.events, run.events, strict=True)]
     assert shared == [True, True, True, False, True, True, True, True]
@@ -206,9 +208,9 @@ def test_runs_that_share_data_are_compared_as_canonicalization_would() -> None:
     b = (Event(0, "u", "run.started", {}, 0, 1), Event(1, "u", "hook.note", data, 0, 2))
     with pytest.raises(TypeError):
         compare(a, b)
-    # Data parsed from JSON cannot hold it: a caller that says so is not made to pay for
-    # the check (rollout diff's runs come from the loader).
-    assert compare(a, b, json_data=True).identical
+    # Data parsed from JSON cannot hold it: the loader's events are not made to pay for
+    # the check (rollout diff's runs and a test's verdict come from the loader).
+    assert compare(JsonEvents(a), JsonEvents(b)).identical
 
 
 # -- any pair of files loads as two loads do -----------------------------------------------

@@ -9,7 +9,8 @@ from sessions import GOLDEN_PATH, Scripted, new_session, scripted_agent, scripte
 from test_loader_pair import EVENTS, START, recorded
 
 from pytest_rollout.diff.drift import drift_report
-from pytest_rollout.format.loader import loads, loads_reference
+from pytest_rollout.format.loader import loads
+from pytest_rollout.format.pair import Reference
 from pytest_rollout.session import Mode
 from pytest_rollout.store.golden_store import LoadedGolden
 
@@ -17,29 +18,34 @@ from pytest_rollout.store.golden_store import LoadedGolden
 def test_loads_like_a_reference_gives_the_events_loads_gives() -> None:
     changed = [*EVENTS]
     changed[4] = ("tool.call.completed", {"call_id": "c1", "name": "w", "output": "19C"})
-    golden, lines = loads_reference(recorded(EVENTS), path="golden.jsonl")
-    assert lines is not None
+    reference = Reference.loads(recorded(EVENTS), path="golden.jsonl")
+    golden = reference.rollout
+    assert reference.shares
     data = recorded(changed, START + 10**9)
-    run = loads(data, path="run.jsonl", like=lines)
+    run = reference.read(data, path="run.jsonl")
     assert run == loads(data, path="run.jsonl")
     shared = [x.data is y.data for x, y in zip(golden.events, run.events, strict=True)]
     assert shared == [True, True, True, True, False, True, True, True]
 
 
-def test_a_golden_read_line_by_line_keeps_no_lines() -> None:
+def test_a_golden_read_line_by_line_shares_nothing() -> None:
     spaced = recorded(EVENTS).replace(b'{"ts":', b'{ "ts":')  # not as the recorder writes
-    golden, lines = loads_reference(spaced, path="golden.jsonl")
-    assert lines is None
-    assert golden == loads(spaced, path="golden.jsonl")
+    reference = Reference.loads(spaced, path="golden.jsonl")
+    assert not reference.shares
+    assert reference.rollout == loads(spaced, path="golden.jsonl")
+    run = reference.read(recorded(EVENTS, START + 10**9), path="run.jsonl")
+    pairs = zip(reference.rollout.events, run.events, strict=True)
+    assert not any(x.data is y.data for x, y in pairs)
 
 
 def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> None:
     recording = new_session(Mode.RECORD)
     scripted_agent(recording, Scripted(scripted_turns()))
-    golden, lines = loads_reference(recording.recorder.getvalue(), path="golden.jsonl")
-    replay = new_session(Mode.DRY, LoadedGolden(Path(GOLDEN_PATH), GOLDEN_PATH, golden, lines))
+    reference = Reference.loads(recording.recorder.getvalue(), path="golden.jsonl")
+    golden = reference.rollout
+    replay = new_session(Mode.DRY, LoadedGolden(Path(GOLDEN_PATH), GOLDEN_PATH, reference))
     scripted_agent(replay)
-    run = loads(replay.recorder.getvalue(), path="run.jsonl", like=lines).events  # as judged
+    run = reference.read(replay.recorder.getvalue(), path="run.jsonl").events  # as judged
     plain = replay.recorder.rollout().events  # read on its own
     assert run == plain
     shared = {x.type for x, y in zip(golden.events, run, strict=True) if x.data is y.data}
@@ -51,4 +57,5 @@ def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> 
     assert not any(x.data is y.data for x, y in zip(golden.events, mine, strict=True))
     verdict = replay.engine.verdict()
     assert verdict.matched
+    assert not reference.shares  # let go of once the verdict is made
     assert verdict.report == drift_report(golden.events, plain, replay.engine.setup.options)
