@@ -48,8 +48,11 @@ class LineMaker:
         step: int,
         implied: bool,
         gap: int = 0,
-    ) -> None:
-        """The line of one event emitted at ``now`` (nanoseconds since the epoch).
+    ) -> bool:
+        """The line of one event emitted at ``now`` (nanoseconds since the epoch); whether
+        it holds a piece made for it (the first line of its second, of its type or of its
+        step): the rest of a line around its payload is pieces earlier lines held, and
+        digits.
 
         ``payload`` is the JSON object of its data. An ``implied`` step is not in it: it
         goes last, as in ``{**data, "step": step}``, spliced into the line instead of
@@ -57,10 +60,14 @@ class LineMaker:
         line at ``seq`` first, and the event at ``seq + 1``. Nothing is added when this
         raises (an event type that is no string).
         """
-        middle = self._middles.get(event_type) or self._new_middle(event_type)
+        middle = self._middles.get(event_type)
+        fresh = middle is None
+        if middle is None:
+            middle = self._new_middle(event_type)
         micros = (now - self._second_start) // 1000
         if not 0 <= micros < 1_000_000:
             micros = self._new_second(now) // 1000
+            fresh = True
         head = self._head
         high = _DIGITS[micros // 1000]
         low = _DIGITS[micros % 1000]
@@ -74,9 +81,11 @@ class LineMaker:
             if step != self._ending_step:
                 self._ending_step = step
                 self._ending = b',"step":%d}}\n' % step
+                fresh = True
             pieces += (head, high, low, _SEQ, b"%d" % seq, middle, payload[:-1], self._ending)
         else:  # {} becomes {"step":N}
             pieces += (head, high, low, _SEQ, b"%d" % seq, middle, b'{"step":%d}}\n' % step)
+        return fresh
 
     def _new_middle(self, event_type: str) -> bytes:
         middle = self._middles[event_type] = b',"type":%b,"data":' % orjson.dumps(event_type)

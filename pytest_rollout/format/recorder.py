@@ -28,9 +28,10 @@ more, and a line holding a secret gives the file up (:attr:`RecorderStats.leaked
 looked at as it is made, whether or not the size cap lets it into the file. A payload the
 redactor's gate passed as it was redacted (:class:`PayloadGate`) is the one exception: the
 scan finds nothing in such bytes (a property test holds the two to that, on every built-in
-rule), so they are not searched again, and its line is looked at only when it is the first
-of its event type, for the type (the rest of such a line is the recorder's own: its
-timestamp, ``seq`` and step). Every other line is looked at whole.
+rule), so they are not searched again, and its line is looked at only when its envelope holds
+a piece no earlier line held (the first line of its event type, of its second, of its step:
+see :meth:`.lines.LineMaker.add`; the rest of an envelope is digits). Every other line is
+looked at whole.
 ``root`` is the folder below which no symbolic link is followed (and which says the files'
 modes); a refusal is in :attr:`RecorderStats.refused`. ``max_file_bytes`` caps the file (not
 the in-memory run, which the comparison uses): past it, lines are left out of the file and
@@ -180,10 +181,8 @@ class Recorder:
         # The seq at which lines are next written out (never, without a file).
         self._flush_seq = flush_every if path is not None else sys.maxsize
         self._file: PartialFile | None = None
-        # The last look at lines before they reach the file (not in mode "full"), and the
-        # event types that had it (the types of lines that need none count as having had it).
+        # The last look at lines before they reach the file (not in mode "full").
         self._scan: Callable[[bytes], str | None] | None = None
-        self._looked: set[str] = set()
         # Whether a payload needs neither redaction nor a last look: every payload when
         # there is no redactor (bool of bytes is true); when a file is looked at, those its
         # gate passes (if it has one); otherwise none, and the redactor decides.
@@ -343,8 +342,7 @@ class Recorder:
         """
         pieces: list[bytes] = []
         looks: list[bytes] = []  # the pieces of the lines to look at before the file
-        types: list[str] = []  # the types first looked at in this batch
-        add_line, vouch, looked = self._lines.add, self._vouch, self._looked
+        add_line, vouch = self._lines.add, self._vouch
         seq = start_seq = self._seq
         open_below = start_open_below = self._open_below
         made = 0  # event lines made
@@ -355,20 +353,18 @@ class Recorder:
             terminal = event_type in terminals
             try:
                 # The common event: admitted at once, and its payload vouched for, so it is
-                # written as it is; its line is looked at only as the first of its type.
+                # written as it is; its line is looked at only when its envelope holds a
+                # piece made for it (a new type, second or step).
                 if snapshot is None or seq >= open_below or not vouch(snapshot):
                     payload, look = self._vetted(snapshot, terminal, seq)
                     if payload is None:
                         continue
                 else:
-                    payload, look = snapshot, event_type not in looked
+                    payload, look = snapshot, False
                 gap = self._gap
                 first = len(pieces)
-                add_line(pieces, now, event_type, payload, seq, step, implied, gap)
-                if look:
+                if add_line(pieces, now, event_type, payload, seq, step, implied, gap) or look:
                     looks += pieces[first:]
-                    looked.add(event_type)
-                    types.append(event_type)
                 if gap:
                     marked += gap
                     self._gap = 0
@@ -387,7 +383,7 @@ class Recorder:
         else:  # out of memory: the batch's lines are lost, and counted
             self._seq = start_seq
             self._open_below = start_open_below
-            self._looked.difference_update(types)
+            self._lines = LineMaker()  # its pieces are new again for the lines made next
             self._lost_batch(made, marked, ended)
 
     def _vetted(self, payload: bytes | None, terminal: bool, seq: int) -> tuple[bytes | None, bool]:

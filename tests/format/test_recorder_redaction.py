@@ -118,16 +118,42 @@ def tool_run(rec: Recorder, outputs: list[str]) -> Recorder:
     return rec
 
 
-def test_a_payload_the_gate_passes_is_looked_at_again_only_for_its_type(tmp_path: Path) -> None:
+def test_a_payload_the_gate_passes_is_looked_at_only_in_a_line_with_a_new_envelope(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "run.jsonl"
     watched = Watched()
-    rec = tool_run(Recorder(path, redactor=watched), ["sunny in Lyon", "rain in Oslo", "fog"])
+    outputs = ["sunny in Lyon", "rain in Oslo", "fog"]
+    rec = tool_run(Recorder(path, redactor=watched, clock=lambda: 1_790_000_000 * 10**9), outputs)
     looked = b"".join(watched.looked)
     assert b"sunny in Lyon" in looked  # the first line of its type, for the type
-    assert b"rain in Oslo" not in looked
+    assert b"rain in Oslo" not in looked  # the same second, type and step
     assert b"fog" not in looked
     assert path.read_bytes() == rec.getvalue()
     assert rec.stats.leaked is None
+
+
+def test_the_first_line_of_each_second_and_step_is_looked_at_whole(tmp_path: Path) -> None:
+    seconds = iter([1, 1, 1, 2, 2, 2, 2, 2])
+    watched = Watched()
+    rec = Recorder(
+        tmp_path / "run.jsonl", redactor=watched, clock=lambda: next(seconds) * 10**9 + 7
+    )
+    rec.emit("run.started", {"prompt": "hi"})
+    rec.emit("llm.turn.started", {"n": 1})
+    rec.emit_payload("tool.call.completed", b'{"output":"one"}')
+    rec.emit_payload("tool.call.completed", b'{"output":"two, a new second"}')
+    rec.emit_payload("tool.call.completed", b'{"output":"three"}')
+    rec.emit("llm.turn.started", {"n": 2})
+    rec.emit_payload("tool.call.completed", b'{"output":"four"}')
+    rec.emit("run.completed", {})
+    rec.close()
+    looked = b"".join(watched.looked)
+    assert b'"one"' in looked  # the first line of its type
+    assert b"two, a new second" in looked
+    assert b'{"n":2,"step":2}' in looked  # the first line of step 2
+    assert b"three" not in looked
+    assert b"four" not in looked
 
 
 def test_a_payload_the_gate_does_not_pass_is_looked_at_whole(tmp_path: Path) -> None:
