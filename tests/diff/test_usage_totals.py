@@ -4,11 +4,11 @@ totals, and a Responses API run's tool outputs in the timeline (``rollout show``
 from __future__ import annotations
 
 import io
-import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
+from usage_runs import CACHED_RUN, record, unreported
 
 from pytest_rollout.cli import main
 from pytest_rollout.diff.score import summarize
@@ -16,18 +16,6 @@ from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
 from pytest_rollout.sdk.pricing import CacheRates, cache_rates_for, cost_usd
 from pytest_rollout.view.entries import run_entry
-
-# 2026-06-28T12:34:56Z
-T0 = 1_782_650_096_000_000_000
-
-
-def record(path: Path, events: list[tuple[str, dict[str, Any]]]) -> Path:
-    ticks = itertools.count()
-    recorder = Recorder(clock=lambda: T0 + next(ticks) * 250_000_000)
-    for kind, data in events:
-        recorder.emit(kind, data)
-    path.write_bytes(recorder.getvalue())
-    return path
 
 
 def show(path: Path) -> list[str]:
@@ -82,31 +70,6 @@ def test_a_cache_count_that_is_not_a_count_prices_nothing() -> None:
 
 # -- totals and speed ---------------------------------------------------------------------
 
-CACHED_RUN: list[tuple[str, dict[str, Any]]] = [
-    ("run.started", {"model": "claude-sonnet-4-5", "prompt": "Weather?", "meta": {}}),
-    ("llm.turn.started", {"messages": [{"role": "user", "content": "Weather?"}]}),
-    (
-        "llm.turn.completed",
-        {
-            "content": "Looking.",
-            "tool_calls": [],
-            "usage": {
-                "input_tokens": 1200,
-                "output_tokens": 40,
-                "cache_read_tokens": 1000,
-                "cache_write_tokens": 150,
-            },
-            "latency_ms": 800,
-        },
-    ),
-    ("llm.turn.started", {"messages": [{"role": "user", "content": "And tomorrow?"}]}),
-    (
-        "llm.turn.completed",
-        {"content": "Rain.", "tool_calls": [], "usage": {"input_tokens": 1300, "output_tokens": 8}},
-    ),
-    ("run.completed", {"outcome": "completed"}),
-]
-
 
 def test_show_totals_the_cache_tokens_and_the_output_speed(tmp_path: Path) -> None:
     lines = show(record(tmp_path / "cached.jsonl", CACHED_RUN))
@@ -158,18 +121,6 @@ def test_summary_and_viewer_totals(tmp_path: Path) -> None:
     assert totals["timed_turns"] == 1
     rows = run_entry(str(path))["events"]
     assert rows[2][3] == '"Looking."  (40 tokens out in 800 ms, 50.0 tokens/s)'
-
-
-def unreported(run: list[tuple[str, dict[str, Any]]], *turns: int) -> list[Any]:
-    """``run`` with the usage of its turns numbered ``turns`` (from 1) left out, as a
-    provider asked for no usage sends none (a streamed request without ``include_usage``)."""
-    numbers = itertools.count(1)
-    return [
-        (k, {**d, "usage": None})
-        if k == "llm.turn.completed" and next(numbers) in turns
-        else (k, d)
-        for k, d in run
-    ]
 
 
 def test_tokens_not_reported_by_any_turn_are_not_shown_as_zero(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_usage_totals import CACHED_RUN, record, unreported
 from test_viewer import (
     HOSTILE,
     HOSTILE_TEXT,
@@ -26,6 +25,7 @@ from test_viewer import (
     record_long,
     record_trip,
 )
+from usage_runs import CACHED_RUN, record, unreported
 
 from pytest_rollout.view.entries import diff_entry, run_entry
 from pytest_rollout.view.page import render_page
