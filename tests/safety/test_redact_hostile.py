@@ -1,10 +1,12 @@
 """Redaction against hostile input (docs/secrets.md): linear time, and no way around the gate.
 
-Timing assertions are kept out of unit tests: the adversarial inputs run in a subprocess with a
-timeout, so a pattern that backtracks makes the test fail by taking minutes instead of
-seconds. The fuzz tests build text from fragments of every rule (words, separators, prefixes,
-markers, escapes) and check the promises that tie the layers together, the gate's with the
-last look's among them (with environment values that JSON escapes, and extra keys).
+Timing assertions are kept out of unit tests: the adversarial inputs run in a subprocess that a
+watchdog ends when one input takes more than :data:`BUDGET` seconds (a linear pattern takes a
+few milliseconds on each; one that backtracks, minutes), so the test fails at once, naming the
+input, instead of after a blow-up. The fuzz tests build text from fragments of every rule
+(words, separators, prefixes, markers, escapes) and check the promises that tie the layers
+together, the gate's with the last look's among them (with environment values that JSON
+escapes, and extra keys).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: a JSON line and as raw text). At that size a pattern that backtracks quadratically takes
 #: minutes (billions of steps), while the linear ones take a few seconds in all.
 ADVERSARIAL = r"""
-import sys, time
+import faulthandler, sys, time
 import orjson
 from pytest_rollout.safety.redact import Redactor
 
@@ -58,30 +60,57 @@ HEADS = ["eyJ", "sk-", "a://b:", "-----BEGIN PRIVATE KEY-----", 'password="', "B
 inputs = [(unit * (N // len(unit) + 1))[:N] for unit in UNITS]
 inputs += [head + "a" * N for head in HEADS] + [head + " " * N for head in HEADS]
 redactor = Redactor(environ={"X_TOKEN": "abcdefgh12", "Y_SECRET": "abcdefgh12345"})
+budget = float(sys.argv[1])
 worst = (0.0, "")
 start = time.perf_counter()
 for text in inputs:
+    # A watchdog thread ends the process if this input is not done in time: a regular
+    # expression that backtracks never gives the interpreter back to a signal handler.
+    print(f"input {text[:40]!r}", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback_later(budget, exit=True)
     began = time.perf_counter()
     redactor.redact(text)
     redactor.redact({text[:5000]: text})
     redactor.scan(orjson.dumps({"content": text}) + b"\n" + text.encode())
+    faulthandler.cancel_dump_traceback_later()
     worst = max(worst, (time.perf_counter() - began, text[:20]))
 took = time.perf_counter() - start
 print(f"{len(inputs)} inputs in {took:.1f}s, slowest {worst[1]!r}: {worst[0]:.2f}s")
 """
 
 
+#: The most one adversarial input may take: far above what the linear patterns need (a few
+#: milliseconds each, tens on a loaded machine), far below what backtracking takes (minutes).
+BUDGET = 10
+
+
 def test_every_pattern_runs_in_linear_time_on_hostile_input() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", ADVERSARIAL],
+        [sys.executable, "-c", ADVERSARIAL, str(BUDGET)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # a backstop only: the watchdog ends a slow input after BUDGET seconds
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    # On failure the last "input" line of stderr names the input that was too slow.
+    assert done.returncode == 0, done.stderr[-2000:]
     assert "inputs in" in done.stdout
+
+
+def test_an_input_over_budget_ends_the_check_at_once_naming_it() -> None:
+    # The watchdog itself: with a budget no input can meet, the first one ends the process.
+    done = subprocess.run(
+        [sys.executable, "-c", ADVERSARIAL, "0.000001"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert done.stderr.startswith("input 'eyJeyJeyJ")
+    assert "Timeout" in done.stderr
 
 
 FRAGMENTS = [
