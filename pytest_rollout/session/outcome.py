@@ -15,14 +15,13 @@ from types import CodeType, TracebackType
 from typing import Final
 
 from ..diff.divergence import caused_by_divergence
-from ..diff.drift import Verdict
-from ..diff.report import render_headline, render_verdict
+from ..diff.report import render_verdict
 from ..errors import RolloutError
 from ..safety.sanitize import sanitize
 from ..store.golden import GoldenEditedError, GoldenMissingError, UnrecordedToolsError
 from .rollout import RolloutSession
 
-__all__ = ["How", "TestOutcome", "outcome_of", "verdict_headline"]
+__all__ = ["How", "TestOutcome", "outcome_of"]
 
 #: Errors whose own text is the whole report: the test never replayed its golden.
 REFUSALS: Final = (GoldenMissingError, GoldenEditedError, UnrecordedToolsError)
@@ -83,11 +82,6 @@ def outcome_of(
     if error is None or caused_by_divergence(error):
         return TestOutcome(rendered, How.FAILS)
     return TestOutcome(rendered, How.BESIDE)
-
-
-def verdict_headline(verdict: Verdict) -> str:
-    """The line ``assert rollout == golden`` is explained with (the report's first)."""
-    return render_headline(verdict)
 
 
 def _raised_in(error: BaseException, code: CodeType | None) -> bool:
