@@ -16,11 +16,14 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Final
 
-__all__ = ["excerpt", "sanitize", "terminal_json"]
+__all__ = ["MARKER_ROOM", "cut_marker", "excerpt", "sanitize", "terminal_json"]
 
-_MARKER_ROOM: Final = len("… (+99 chars)")
+#: How much longer than its limit a text :func:`excerpt` shows whole may be: the room its
+#: marker would take.
+MARKER_ROOM: Final = len("… (+99 chars)")
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _WORKFLOW_PREFIX: Final = re.compile(r"^(\s*)::")
@@ -45,7 +48,10 @@ def _is_unsafe(char: str) -> bool:
 
 def sanitize(text: str) -> str:
     """Return ``text`` as one line that cannot move the cursor, reorder text or drive CI."""
-    if not (text.isascii() and text.isprintable()):
+    # Every unsafe character is one that str.isprintable() refuses (it also refuses the
+    # spaces other than " ", which are safe and kept): printable text, in any script, has
+    # nothing to escape.
+    if not text.isprintable():
         text = "".join(_escape(c) if _is_unsafe(c) else c for c in text)
     if "::" in text:
         text = _WORKFLOW_PREFIX.sub(r"\1\\x3a:", text, count=1)
@@ -54,15 +60,21 @@ def sanitize(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=2048)
+def cut_marker(cut: int) -> str:
+    """``… (+N chars)``: what :func:`excerpt` puts after a text it cut ``cut`` characters
+    from. Made once for each length (a long run cuts many values by the same lengths)."""
+    return f"… (+{cut} chars)"
+
+
 def excerpt(text: str, limit: int = 80) -> str:
     """Sanitize ``text`` and cap it at about ``limit`` characters, saying how much was cut.
 
     A text only a little over the limit is shown whole: the "… (+N chars)" marker would take
     about as much room as it saves.
     """
-    if len(text) > limit + _MARKER_ROOM:
-        cut = len(text) - limit
-        return f"{sanitize(text[:limit])}… (+{cut} chars)"
+    if len(text) > limit + MARKER_ROOM:
+        return sanitize(text[:limit]) + cut_marker(len(text) - limit)
     return sanitize(text)
 
 

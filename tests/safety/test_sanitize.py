@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rollout.safety.sanitize import excerpt, sanitize
+from pytest_rollout.safety.sanitize import MARKER_ROOM, cut_marker, excerpt, sanitize
 
 UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
@@ -142,3 +144,60 @@ def test_sanitize_always_gives_one_safe_line(text: str) -> None:
     assert_safe(excerpt(text, 10))
     # Sanitizing is stable: safe text is left alone.
     assert sanitize(result) == result
+
+
+def test_no_unsafe_character_is_printable() -> None:
+    # sanitize() leaves text that str.isprintable() accepts as it is, in any script: that
+    # is right only while every character it must escape is one isprintable() refuses.
+    printable_unsafe = [
+        f"U+{code:04X}"
+        for code in range(sys.maxunicode + 1)
+        if chr(code).isprintable() and unicodedata.category(chr(code)) in UNSAFE_CATEGORIES
+    ]
+    assert printable_unsafe == []
+
+
+def _old_sanitize(text: str) -> str:
+    """sanitize() as it was, with every non-ASCII text taken character by character."""
+
+    def escaped(char: str) -> str:
+        code = ord(char)
+        named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
+        if named is not None:
+            return named
+        if code <= 0xFF:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(
+            escaped(c) if unicodedata.category(c) in UNSAFE_CATEGORIES else c for c in text
+        )
+    text = re.sub(r"^(\s*)::", r"\1\\x3a:", text, count=1)
+    return re.sub(r"##(?=\[|vso\[)", r"#\\x23", text, flags=re.IGNORECASE)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=8),
+            st.sampled_from(["::", "##[", "\x1b[", "\u202e", "\u00a0", "…", "é", "\u2028", "#"]),
+        ),
+        max_size=12,
+    ).map("".join),
+    st.integers(1, 40),
+)
+def test_sanitize_and_excerpt_say_what_they_said(text: str, limit: int) -> None:
+    assert sanitize(text) == _old_sanitize(text)
+    if len(text) > limit + len("… (+99 chars)"):
+        shown = f"{_old_sanitize(text[:limit])}… (+{len(text) - limit} chars)"
+    else:
+        shown = _old_sanitize(text)
+    assert excerpt(text, limit) == shown
+
+
+def test_the_cut_marker() -> None:
+    assert cut_marker(5) == "… (+5 chars)"
+    assert cut_marker(12345) == "… (+12345 chars)"
+    assert len(cut_marker(99)) == MARKER_ROOM
