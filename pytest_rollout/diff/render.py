@@ -1,14 +1,17 @@
 """Plain-text rendering of comparisons and events, for terminals and CI logs.
 
-Every string that came from a rollout passes through :func:`~pytest_rollout.safety.sanitize.excerpt`
-before it is returned, so nothing here can print an escape sequence or a CI command.
+Every string that came from a rollout is sanitized as
+:func:`~pytest_rollout.safety.sanitize.excerpt` does it before it is returned (a tool or
+role name that sanitizing cannot change is shown as it is), so nothing here can print an
+escape sequence or a CI command. A timeline describes every event of a run: the describers
+build each line in one pass, and look at each piece no more than its sanitizing needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 import orjson
 
@@ -24,12 +27,16 @@ from ..format.events import (
     Event,
 )
 from ..safety.sanitize import excerpt, sanitize
-from .compare import Comparison, FieldChange, StepStatus
-from .score import Criterion, RunSummary, Score
 from .text import VALUE_LIMIT, call_text, format_cost, string_change, value_text
+
+if TYPE_CHECKING:
+    # A comparison is rendered only once made: describing a run does not import it.
+    from .compare import Comparison, FieldChange, StepStatus
+    from .score import Criterion, RunSummary, Score
 
 __all__ = [
     "Labels",
+    "describe_data",
     "describe_event",
     "format_cost",
     "render_changes",
@@ -57,8 +64,16 @@ class Labels:
 
 def describe_event(event: Event, limit: int = VALUE_LIMIT) -> str:
     """One line saying what an event did: tool names and arguments, or a content excerpt."""
-    describe = _DESCRIBERS.get(event.type, _describe_other)
-    return f"{sanitize(event.type)}  {describe(event.data, limit)}".rstrip()
+    return f"{sanitize(event.type)}  {describe_data(event.type, event.data, limit)}".rstrip()
+
+
+def describe_data(event_type: str, data: Mapping[str, Any], limit: int = VALUE_LIMIT) -> str:
+    """What :func:`describe_event` says after the event's type (not stripped)."""
+    return _DESCRIBERS.get(event_type, _describe_other)(data, limit)
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _describe_turn_completed(data: Mapping[str, Any], limit: int) -> str:
@@ -68,9 +83,11 @@ def _describe_turn_completed(data: Mapping[str, Any], limit: int) -> str:
         parts.append(value_text(content, limit))
     calls = data.get("tool_calls") or []
     if isinstance(calls, list) and calls:
-        named = (
-            call_text(c.get("name"), c.get("arguments")) for c in calls if isinstance(c, Mapping)
-        )
+        named = [
+            call_text(c.get("name"), c.get("arguments"))
+            for c in calls
+            if type(c) is dict or isinstance(c, Mapping)
+        ]
         parts.append("-> " + ", ".join(named))
     return " ".join(parts) or "(empty turn)"
 
@@ -79,7 +96,7 @@ def _describe_turn_started(data: Mapping[str, Any], limit: int) -> str:
     messages = data.get("messages")
     count = len(messages) if isinstance(messages, list) else 0
     detail = f"{count} new message{'s' if count != 1 else ''}"
-    if count and isinstance(messages, list) and isinstance(messages[-1], Mapping):
+    if count and isinstance(messages, list) and _is_mapping(messages[-1]):
         detail += f", last {_describe_message(messages[-1], limit)}"
     return detail
 
@@ -99,9 +116,15 @@ def _describe_message(message: Mapping[str, Any], limit: int) -> str:
             output = _json_object(message.get("output"))
             return f"{excerpt(kind, 40)}{of}: {value_text(output, limit)}"
         return f"{excerpt(kind, 40)}: {value_text(message.get('content'), limit)}"
-    return f"{excerpt(str(role if role is not None else '?'), 20)}: " + value_text(
-        message.get("content"), limit
-    )
+    if type(role) is str and role in _ROLES:
+        who = role
+    else:
+        who = excerpt(str(role if role is not None else "?"), 20)
+    return f"{who}: {value_text(message.get('content'), limit)}"
+
+
+#: The usual roles: sanitizing leaves them as they are.
+_ROLES: Final = frozenset({"user", "assistant", "system", "tool", "developer"})
 
 
 def _json_object(value: Any) -> Any:
@@ -121,9 +144,13 @@ def _describe_call_started(data: Mapping[str, Any], limit: int) -> str:
 
 
 def _describe_call_completed(data: Mapping[str, Any], limit: int) -> str:
-    name = excerpt(str(data.get("name", "?")), 40)
+    name = data.get("name", "?")
+    if not (type(name) is str and name.isascii() and name.isidentifier() and len(name) <= 40):
+        name = excerpt(str(name), 40)
     error = data.get("error")
-    if isinstance(error, Mapping):
+    if error is None:
+        return f"{name} -> {value_text(data.get('output'), limit)}"
+    if _is_mapping(error):
         return f"{name} raised {excerpt(_error_text(error), limit)}"
     if error:
         return f"{name} raised {value_text(error, limit)}"
@@ -143,7 +170,7 @@ def _describe_run_completed(data: Mapping[str, Any], limit: int) -> str:
 
 def _describe_run_failed(data: Mapping[str, Any], limit: int) -> str:
     error = data.get("error")
-    if isinstance(error, Mapping):
+    if _is_mapping(error):
         return excerpt(_error_text(error), limit)
     return value_text(error, limit)
 
@@ -153,7 +180,11 @@ def _describe_divergence(data: Mapping[str, Any], limit: int) -> str:
 
 
 def _describe_other(data: Mapping[str, Any], limit: int) -> str:
-    shown = {k: v for k, v in data.items() if k != "step"}
+    if type(data) is dict:
+        shown = data.copy()
+        shown.pop("step", None)
+    else:
+        shown = {k: v for k, v in data.items() if k != "step"}
     return value_text(shown, limit) if shown else ""
 
 
@@ -177,6 +208,8 @@ _DESCRIBERS: Final[Mapping[str, Callable[[Mapping[str, Any], int], str]]] = {
 
 def step_counts(comparison: Comparison, labels: Labels) -> str:
     """``Steps 0-3: 2 identical, 1 diverged, ...``: every step of either run, counted once."""
+    from .compare import StepStatus  # noqa: PLC0415  (only a comparison made needs it)
+
     return (
         f"{step_span([s.step for s in comparison.steps]).capitalize()}: "
         f"{comparison.count(StepStatus.IDENTICAL)} identical, "
@@ -252,6 +285,8 @@ def render_divergence(
     comparison: Comparison, labels: Labels, indent: str = "  ", changes_limit: int | None = 8
 ) -> list[str]:
     """The first divergent step: what each run did there and the field-level difference."""
+    from .compare import StepStatus  # noqa: PLC0415  (only a comparison made needs it)
+
     first = comparison.first
     if first is None:
         return []
@@ -289,6 +324,8 @@ def render_divergence(
 
 
 def _status_text(status: StepStatus, labels: Labels) -> str:
+    from .compare import StepStatus  # noqa: PLC0415  (only a comparison made needs it)
+
     if status is StepStatus.ONLY_IN_A:
         return f"only in {labels.a}"
     if status is StepStatus.ONLY_IN_B:

@@ -1,9 +1,9 @@
 """A readable timeline of one rollout, for ``rollout show``.
 
 One line per event, in file order: ``step  seq  type  detail``, where the detail is what
-:func:`~pytest_rollout.diff.render.describe_event` says about it; then the run's totals. Filters
-pick which events are listed; the totals always describe the whole run. Every string taken
-from the rollout is sanitized.
+:func:`~pytest_rollout.diff.render.describe_event` says about it after its type; then the
+run's totals. Filters pick which events are listed; the totals always describe the whole run.
+Every string taken from the rollout is sanitized.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, Final
 import orjson
 
 from ..format.events import LLM_TURN_COMPLETED, Event
-from ..safety.sanitize import excerpt, sanitize
-from .render import describe_event, step_numbers
+from ..safety.sanitize import excerpt
+from .render import describe_data, step_numbers
 from .score import RunSummary, summarize, tokens_per_second
 from .text import format_cost
 
@@ -84,11 +84,11 @@ def event_matches(
 def event_detail(event: Event) -> str:
     """What the timeline says about ``event`` after its type: what it did and, for a
     turn that reports its output tokens and latency, its output speed."""
-    described = describe_event(event)
-    prefix = sanitize(event.type) + "  "
-    detail = described[len(prefix) :] if described.startswith(prefix) else ""
-    if event.type == LLM_TURN_COMPLETED:
-        speed = turn_speed(event.data)
+    kind = event.type
+    data = event.data
+    detail = describe_data(kind, data).rstrip()
+    if kind == LLM_TURN_COMPLETED:
+        speed = turn_speed(data)
         if speed is not None:
             detail = f"{detail}  ({speed})" if detail else f"({speed})"
     return detail
@@ -98,9 +98,11 @@ def turn_speed(turn: Mapping[str, Any]) -> str | None:
     """``15 tokens out in 0.87 s, 17.2 tokens/s``: a turn's output speed, when the turn
     reports both its output tokens and its latency."""
     usage = turn.get("usage")
-    tokens = usage.get("output_tokens") if isinstance(usage, Mapping) else None
+    if type(usage) is not dict and not isinstance(usage, Mapping):
+        return None
+    tokens = usage.get("output_tokens")
     latency = turn.get("latency_ms")
-    if type(tokens) is not int or not isinstance(latency, int | float):
+    if type(tokens) is not int or not isinstance(latency, (int, float)):
         return None
     speed = tokens_per_second(tokens, latency)
     if speed is None:
