@@ -19,9 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -249,6 +247,7 @@ def atomic_write(
     *,
     scan: Callable[[bytes], str | None] | None = None,
     root: WriteRoot | None = None,
+    durable: bool = True,
 ) -> None:
     """Replace ``target`` with ``data`` so that readers see the old file or the new, whole.
 
@@ -256,32 +255,40 @@ def atomic_write(
     it names a secret, :class:`SecretInFileError` is raised and ``target`` is untouched.
     Under a ``root``, no folder below it is followed if it is a symbolic link
     (:class:`UnsafePathError`); a ``target`` that is one is replaced, as any file is.
+
+    ``durable``: the file and its new name are flushed to disk before this returns. Without
+    it, a reader still sees the old file or the new whole, but a power cut may lose the new
+    one: for a file that costs nothing to make again (a viewer page), never for a golden.
     """
     if scan is not None and (label := scan(data)) is not None:
         raise SecretInFileError(target, label)
     if root is not None:
-        _write_under(root, target, data)
+        _write_under(root, target, data, durable)
         return
+    import tempfile  # noqa: PLC0415  (reading a file needs none of what writing one does)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), FILE_MODE)
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    sync_directory(target.parent)
+    if durable:
+        sync_directory(target.parent)
 
 
-def _write_under(root: WriteRoot, target: Path, data: bytes) -> None:
+def _write_under(root: WriteRoot, target: Path, data: bytes, durable: bool) -> None:
     """:func:`atomic_write` under ``root``: every step relative to the folder's descriptor."""
     folder = root.open_parent(target)
     try:
-        tmp = f".{target.name}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{target.name}.{os.urandom(4).hex()}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         fd = open_file(folder, tmp, flags, root.file_mode, target.parent / tmp, root.path)
         try:
@@ -289,14 +296,16 @@ def _write_under(root: WriteRoot, target: Path, data: bytes) -> None:
                 handle.write(data)
                 handle.flush()
                 os.fchmod(handle.fileno(), root.file_mode)
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             os.replace(tmp, target.name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=folder)
             raise
-        with contextlib.suppress(OSError):
-            os.fsync(folder)
+        if durable:
+            with contextlib.suppress(OSError):
+                os.fsync(folder)
     finally:
         os.close(folder)
 
