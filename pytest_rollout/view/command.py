@@ -100,7 +100,9 @@ def _write_page(page: bytes, target: str | None) -> Path:
             fd, name = tempfile.mkstemp(prefix="rollout-view-", suffix=".html")
             os.close(fd)
             path = Path(name)
-        atomic_write(path, page)
+        # A page is made again from the rollouts in a moment: it is put in place whole, but
+        # not flushed to disk first (tens of megabytes for a long run).
+        atomic_write(path, page, durable=False)
     except OSError as exc:
         where = tempfile.gettempdir() if path is None else str(path)
         reason = exc.strerror or type(exc).__name__

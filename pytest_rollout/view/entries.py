@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..diff.compare import Comparison, FieldChange, FirstDivergence, is_missing
 from ..diff.score import RunSummary, summarize
+from ..diff.text import is_absent
 from ..diff.timeline import cut_short_line, event_detail
 from ..errors import RolloutError
 from ..format.events import Event
@@ -26,6 +26,8 @@ from ..format.loader import Rollout, load, loads
 from ..safety.sanitize import excerpt, sanitize
 
 if TYPE_CHECKING:
+    # Only a comparison loads the comparison's machinery: `rollout view` of one run does not.
+    from ..diff.compare import Comparison, FieldChange, FirstDivergence
     from ..diff.drift import DriftReport
 
 __all__ = ["diff_entry", "json_text", "run_entry"]
@@ -162,7 +164,7 @@ def run_entry(
 
 
 def _value_text(value: Any) -> str:
-    if is_missing(value):
+    if is_absent(value):
         return "(absent)"
     try:
         text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import io
 import itertools
 import os
 import re
@@ -19,8 +20,10 @@ from pytest_rollout.diff.render import describe_event
 from pytest_rollout.diff.report import render_verdict, score_sentence
 from pytest_rollout.diff.timeline import event_detail
 from pytest_rollout.format.events import Event
+from pytest_rollout.format.files import atomic_write
 from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
+from pytest_rollout.view.command import view_command
 from pytest_rollout.view.entries import diff_entry, run_entry
 from pytest_rollout.view.page import content_security_policy, page_data, render_page
 
@@ -565,3 +568,25 @@ def test_event_rows_keep_the_data_of_any_type(tmp_path: Path) -> None:
     assert rows[1][2] == HOSTILE[0]
     assert rows[1][4] == {"x": [1, 2.5, None, True]}
     assert isinstance(load(path).events[1], Event)
+
+
+def test_the_page_is_put_in_place_whole_but_not_flushed_to_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A page is made again from its rollouts in a moment: waiting for the disk to hold tens
+    # of megabytes of it (a long run) buys nothing. It is still written by a rename.
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    (tmp_path / "page.html").write_text("old")
+    out = io.StringIO()
+    status = view_command(
+        [str(record_trip(tmp_path / "a.jsonl"))], out=out, target=str(tmp_path / "page.html")
+    )
+    assert status == 0
+    assert out.getvalue() == f"{tmp_path / 'page.html'}\n"
+    assert (tmp_path / "page.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "page.html"]
+    assert synced == []
+    # What else is written atomically is flushed, as before.
+    atomic_write(tmp_path / "golden.jsonl", b"{}\n")
+    assert len(synced) == 2  # the file, then its folder
