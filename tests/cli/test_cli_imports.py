@@ -30,6 +30,12 @@ print(status, " ".join(sorted(sys.modules)))
 
 #: What no command but those that need it loads.
 COMPARISON = ("pytest_rollout.diff.drift", "pytest_rollout.diff.report", "deepdiff")
+#: What the comparison stands on: one run shown or checked needs none of the step comparison
+#: and the id renaming, and a timeline none of the canonical form either.
+STEPS = ("pytest_rollout.diff.compare", "pytest_rollout.format.ids")
+CANONICAL = ("pytest_rollout.diff.canonical",)
+#: What writing a file needs, and reading one does not.
+WRITING = ("tempfile", "secrets")
 RECEIPTS = ("pytest_rollout.store",)
 VIEWER = ("pytest_rollout.view",)
 OTHERS = (
@@ -66,7 +72,8 @@ def trip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_show_imports_neither_the_comparison_nor_receipts_nor_the_viewer(trip: Path) -> None:
     status, loaded = _loaded("show", trip)
     assert status == 0
-    assert _among(loaded, (*COMPARISON, *RECEIPTS, *VIEWER, *OTHERS)) == []
+    assert _among(loaded, (*COMPARISON, *STEPS, *CANONICAL, *RECEIPTS, *VIEWER, *OTHERS)) == []
+    assert _among(loaded, WRITING) == []
     assert "pytest_rollout.diff.integrity" not in loaded
     assert "pytest_rollout.format.pair" not in loaded
 
@@ -76,7 +83,9 @@ def test_check_imports_the_integrity_check_and_receipts_only(trip: Path) -> None
     assert status == 0
     assert "pytest_rollout.diff.integrity" in loaded
     assert "pytest_rollout.store.receipt" in loaded
-    assert _among(loaded, (*COMPARISON, *VIEWER, *OTHERS, "pytest_rollout.store.audit")) == []
+    assert (
+        _among(loaded, (*COMPARISON, *STEPS, *VIEWER, *OTHERS, "pytest_rollout.store.audit")) == []
+    )
 
 
 def test_fork_imports_the_fork_only(trip: Path) -> None:
@@ -92,7 +101,8 @@ def test_view_of_one_run_imports_neither_the_comparison_nor_the_server(
     status, loaded = _loaded("view", "--out", tmp_path / "page.html", trip)
     assert status == 0
     assert "pytest_rollout.view.page" in loaded
-    assert _among(loaded, (*COMPARISON, *RECEIPTS, *OTHERS, "pytest_rollout.view.server")) == []
+    assert _among(loaded, (*COMPARISON, *STEPS, *CANONICAL, *RECEIPTS, *OTHERS)) == []
+    assert "pytest_rollout.view.server" not in loaded
 
 
 def test_diff_imports_the_comparison_but_not_the_viewer(trip: Path, tmp_path: Path) -> None:
