@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .format.recorder import Recorder as Recorder
     from .plugin.snapshot import RolloutSnapshotExtension as RolloutSnapshotExtension
     from .replay.recorded import RecordedProvider as RecordedProvider
+    from .replay.seal import RolloutNetworkError as RolloutNetworkError
     from .replay.turn import ToolCall as ToolCall
     from .replay.turn import Turn as Turn
     from .safety.redact import RedactionError as RedactionError
@@ -81,6 +82,7 @@ __all__ = [
     "Rollout",
     "RolloutError",
     "RolloutFormatError",
+    "RolloutNetworkError",
     "RolloutSession",
     "RolloutSnapshotExtension",
     "RolloutWarning",
@@ -138,6 +140,7 @@ _LAZY: Final = {
     "ToolCallRecord": ".analysis.assertions",
     "Turn": ".replay.turn",
     "UnrecordedRequestError": ".sdk.exchange",
+    "RolloutNetworkError": ".replay.seal",
     "UnrecordedToolsError": ".store.golden",
     "UnsafePathError": ".format.files",
     "WireFormatError": ".sdk.wire",

@@ -22,7 +22,8 @@ def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
     ``rollout.run()``, then ``assert rollout == golden``."""
     runs = request.config.stash[PLUGIN_KEY].runs
     session = runs.session_for(request.node)
-    yield session
+    with runs.seal_for(request.node, session):
+        yield session
     runs.finish(request.node, session)
 
 

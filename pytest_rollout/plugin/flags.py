@@ -17,12 +17,15 @@ __all__ = [
     "ANALYZERS",
     "CAPTURE_DIR_VARIABLE",
     "HMAC_KEY_VARIABLE",
+    "NETWORK_POLICIES",
     "REDACTION_MODES",
     "add_options",
 ]
 
 #: The redaction modes, the default first (``safety.redact.RedactionMode``).
 REDACTION_MODES: Final = ("redacted", "hashed", "full", "none")
+#: What a dry replay lets reach the network, the default first (``replay.seal.NetworkPolicy``).
+NETWORK_POLICIES: Final = ("loopback", "sealed", "open")
 #: The analyzers' names (``analysis.analyzer_options.ANALYZERS``).
 ANALYZERS: Final = (
     "cost_anomaly",
@@ -245,6 +248,19 @@ INI_KEYS: Final[tuple[tuple[str, str, str | None, Any], ...]] = (
         "do not fail tests whose run left recorded turns or tool results unused",
         "bool",
         False,
+    ),
+    (
+        "rollout_network",
+        "what a dry replay may connect to outside pytest-rollout: loopback (the default: "
+        "this machine only, for local fakes), sealed (nothing) or open (anything)",
+        None,
+        "loopback",
+    ),
+    (
+        "rollout_allow_hosts",
+        "hosts a dry replay may connect to whatever rollout_network says (one per line)",
+        "linelist",
+        [],
     ),
     (
         "rollout_unrecorded_tools",

@@ -8,6 +8,7 @@ a session without rollout tests never loads the engine, the recorder or the repo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import warnings
@@ -208,6 +209,19 @@ class TestRuns:
         session = RolloutSession(setup, recorder, golden, audit)
         item.stash[SESSION_KEY] = session
         return session
+
+    def seal_for(
+        self, item: pytest.Item, session: RolloutSession
+    ) -> contextlib.AbstractContextManager[object]:
+        """What keeps the test's dry replay off the network (nothing in the other modes,
+        nor under ``rollout_network = open``): refusals fail the test (docs/replay.md)."""
+        from ..replay.seal import NetworkPolicy, NetworkSeal
+
+        policy = NetworkPolicy(self.marker_for(item).network or self.settings.network)
+        if session.engine.mode is not Mode.DRY or policy is NetworkPolicy.OPEN:
+            return contextlib.nullcontext()
+        breaches = session.network_breaches
+        return NetworkSeal(policy, self.settings.allow_hosts, on_breach=breaches.append)
 
     # -- the end of each test --------------------------------------------------------
 

@@ -18,7 +18,7 @@ import pytest
 
 from ..errors import RolloutError
 from ..replay.mode import Mode
-from .flags import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, REDACTION_MODES
+from .flags import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, NETWORK_POLICIES, REDACTION_MODES
 
 if TYPE_CHECKING:  # start-up: what only a rollout test needs is imported when it is used
     from ..analysis.analyzer_options import AnalyzerOptions
@@ -30,11 +30,12 @@ __all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rul
 
 MARKER_DOC: Final = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
-    "replay=True, redact=None, analyzers=()): per-test settings of pytest-rollout: the "
-    "golden's file name, fields to leave out of the comparison, the replay mode (dry or full), "
-    "whether unconsumed recorded turns or tool results are allowed, replay=False for tests "
-    "whose providers and tools are deterministic fakes (run live, no golden), the redaction "
-    "mode (redacted, hashed, full or none) and analyzers to turn on"
+    "replay=True, redact=None, analyzers=(), network=None): per-test settings of "
+    "pytest-rollout: the golden's file name, fields to leave out of the comparison, the replay "
+    "mode (dry or full), whether unconsumed recorded turns or tool results are allowed, "
+    "replay=False for tests whose providers and tools are deterministic fakes (run live, no "
+    "golden), the redaction mode (redacted, hashed, full or none), analyzers to turn on and "
+    "what a dry replay may connect to (loopback, sealed or open)"
 )
 
 #: The ini key behind each analyzer option, for error messages.
@@ -75,6 +76,9 @@ class Settings:
     #: ``rollout_unrecorded_tools``: whether a dry replay of a golden with unrecorded tool
     #: calls fails (else it warns).
     fail_unrecorded: bool = True
+    #: ``rollout_network``, checked, and ``rollout_allow_hosts``.
+    network: str = NETWORK_POLICIES[0]
+    allow_hosts: tuple[str, ...] = ()
     #: The redaction mode's name, checked (see :attr:`redaction`).
     redaction_name: str = "redacted"
     #: What the ini keys set, checked; ``None``: the default, built on first use.
@@ -154,6 +158,8 @@ class Settings:
             audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
             audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),
             fail_unrecorded=_fail_unrecorded(config),
+            network=_network(config),
+            allow_hosts=tuple(str(h).strip() for h in config.getini("rollout_allow_hosts")),
         )
 
 
@@ -162,6 +168,15 @@ def _fail_unrecorded(config: pytest.Config) -> bool:
     if value not in ("fail", "warn"):
         raise pytest.UsageError(f"rollout_unrecorded_tools must be fail or warn, got {value!r}")
     return value == "fail"
+
+
+def _network(config: pytest.Config) -> str:
+    value = str(config.getini("rollout_network")).strip() or NETWORK_POLICIES[0]
+    if value not in NETWORK_POLICIES:
+        raise pytest.UsageError(
+            f"rollout_network must be one of {', '.join(NETWORK_POLICIES)}, got {value!r}"
+        )
+    return value
 
 
 def _mode(config: pytest.Config) -> Mode:
@@ -361,6 +376,7 @@ class MarkerOptions:
     replay: bool = True
     redact: RedactionMode | None = None
     analyzers: frozenset[str] = frozenset()
+    network: str | None = None
 
     @classmethod
     def check_keywords(cls, item: pytest.Item) -> None:
@@ -405,6 +421,12 @@ class MarkerOptions:
             raise RolloutError(f"@pytest.mark.rollout(analyzers=...): {exc}") from None
         allow = kwargs.get("allow_unconsumed")
         golden = kwargs.get("golden")
+        network = kwargs.get("network")
+        if network is not None and network not in NETWORK_POLICIES:
+            raise RolloutError(
+                f"@pytest.mark.rollout(network=...) must be one of "
+                f"{', '.join(NETWORK_POLICIES)}, got {network!r}"
+            )
         return cls(
             golden=None if golden is None else str(golden),
             ignore=tuple(kwargs.get("ignore", ())),
@@ -414,6 +436,7 @@ class MarkerOptions:
             replay=kwargs.get("replay") is not False,
             redact=None if redact is None else RedactionMode(redact),
             analyzers=frozenset(analyzers),
+            network=network,
         )
 
 

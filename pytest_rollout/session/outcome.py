@@ -62,6 +62,12 @@ def outcome_of(
     stands). ``error`` is what the test raised (``None``: it passed)."""
     if isinstance(error, REFUSALS):
         return TestOutcome((str(error),), How.REPLACES)
+    breaches = session.network_breaches
+    if breaches:  # raised, or swallowed by the agent: either way the replay was not sealed
+        lines = [str(breaches[0])]
+        if len(breaches) > 1:
+            lines.append(f"({len(breaches) - 1} more connection(s) were refused after it)")
+        return TestOutcome(tuple(lines), How.FAILS)
     failed = session.failed_comparison
     if failed is not None and isinstance(error, AssertionError) and _raised_in(error, failed.code):
         lines = render_verdict(failed.verdict, verbose=verbose)

@@ -35,6 +35,7 @@ from ..replay.fork import ForkResult
 from ..replay.fork import fork as fork_run
 from ..replay.mode import Mode
 from ..replay.recorded import RecordedProvider
+from ..replay.seal import RolloutNetworkError
 from ..safety.sanitize import sanitize
 from ..sdk import clients as sdk
 from ..store.golden import GoldenRef, UnrecordedToolsError
@@ -87,6 +88,9 @@ class RolloutSession:
         self._port: SdkPort | None = None
         #: The last ``rollout == golden`` that came out false (``None``: none did).
         self.failed_comparison: FailedComparison | None = None
+        #: The connections a sealed replay refused (:mod:`pytest_rollout.replay.seal`),
+        #: kept even when the agent swallowed the error.
+        self.network_breaches: list[RolloutNetworkError] = []
 
     @property
     def _sdk(self) -> SdkPort:

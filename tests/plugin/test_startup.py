@@ -17,6 +17,7 @@ import pytest
 
 from pytest_rollout.analysis.analyzer_options import ANALYZERS, HMAC_KEY_VARIABLE
 from pytest_rollout.plugin import flags
+from pytest_rollout.replay.seal import NetworkPolicy
 from pytest_rollout.safety.redact import RedactionMode
 from pytest_rollout.store.capture import ENV_VAR
 
@@ -141,5 +142,6 @@ def test_the_options_name_what_the_library_names() -> None:
     assert tuple(m.value for m in RedactionMode) == flags.REDACTION_MODES
     assert RedactionMode(flags.REDACTION_MODES[0]) is RedactionMode.REDACTED
     assert flags.ANALYZERS == ANALYZERS
+    assert tuple(p.value for p in NetworkPolicy) == flags.NETWORK_POLICIES
     assert flags.CAPTURE_DIR_VARIABLE == ENV_VAR
     assert flags.HMAC_KEY_VARIABLE == HMAC_KEY_VARIABLE
