@@ -31,6 +31,7 @@ import orjson
 
 from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
 from ..format.gcpause import collector_paused
+from .volatile import BUILTIN, Origin, Renaming, Volatile
 
 __all__ = [
     "DEFAULT_DROP_KEYS",
@@ -40,7 +41,9 @@ __all__ = [
     "canonical_bytes",
     "canonicalize",
     "canonicalize_event",
+    "canonicalize_run",
     "in_announced_order",
+    "renamed",
     "step_in_announced_order",
     "tool_order",
 ]
@@ -63,6 +66,7 @@ DEFAULT_DROP_KEYS: Final = frozenset(
         "provider",
         "prompt_hash",
         "messages_hash",
+        "key_volatile",
         "model_version",
         "raw",
         # reported as a delta and scored, never a mismatch
@@ -172,12 +176,17 @@ class CanonicalOptions:
     ``"tool.call.completed:output.fetched_at"`` or ``"**.request_id"``.
     ``ignore_types``: event types left out of the comparison altogether.
     ``float_digits``: decimal places floats are rounded to.
+    ``volatile``: the values renamed by first appearance (:mod:`.volatile`).
+    ``exact_paths``: ``[TYPE:]path`` patterns whose values are compared as they are, never
+    renamed (a test whose subject is the timestamp itself).
     """
 
     drop_keys: frozenset[str] = DEFAULT_DROP_KEYS
     ignore_paths: tuple[IgnorePath, ...] = ()
     ignore_types: frozenset[str] = frozenset()
     float_digits: int = 9
+    volatile: Volatile = BUILTIN
+    exact_paths: tuple[IgnorePath, ...] = ()
     _index: dict[str | None, tuple[IgnorePath, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
@@ -189,15 +198,27 @@ class CanonicalOptions:
         ignore_paths: Iterable[str] = (),
         ignore_types: Iterable[str] = (),
         float_digits: int | None = None,
+        volatile: Volatile | None = None,
+        exact_paths: Iterable[str] = (),
     ) -> CanonicalOptions:
-        """A copy that also drops ``drop_keys``, ignores ``ignore_paths`` and ``ignore_types``."""
+        """A copy that also drops ``drop_keys``, ignores ``ignore_paths`` and ``ignore_types``
+        and keeps ``exact_paths`` as they are; ``float_digits`` and ``volatile`` replace
+        this one's when given."""
         return replace(
             self,
             drop_keys=self.drop_keys | frozenset(drop_keys),
             ignore_paths=self.ignore_paths + tuple(IgnorePath.parse(p) for p in ignore_paths),
             ignore_types=self.ignore_types | frozenset(ignore_types),
             float_digits=self.float_digits if float_digits is None else float_digits,
+            volatile=self.volatile if volatile is None else volatile,
+            exact_paths=self.exact_paths + tuple(IgnorePath.parse(p) for p in exact_paths),
         )
+
+    def exact_for(self, event_type: str) -> tuple[IgnorePath, ...]:
+        """The exact paths that apply to ``event_type``."""
+        if not self.exact_paths:
+            return ()
+        return tuple(p for p in self.exact_paths if p.event_type in (None, event_type))
 
     def paths_for(self, event_type: str) -> tuple[IgnorePath, ...]:
         """The ignore paths that apply to ``event_type`` (cached per type)."""
@@ -327,12 +348,82 @@ def canonicalize(
     events: Iterable[Event], options: CanonicalOptions = DEFAULT_OPTIONS
 ) -> list[CanonicalEvent]:
     """The canonical form of a run: its events minus ignored types, each canonicalized, with
-    the tool events of each step in the order its turn announced the calls."""
+    the tool events of each step in the order its turn announced the calls, and the run's
+    volatile values renamed by first appearance in that order."""
+    return canonicalize_run(events, options)[0]
+
+
+def canonicalize_run(
+    events: Iterable[Event], options: CanonicalOptions = DEFAULT_OPTIONS
+) -> tuple[list[CanonicalEvent], Renaming]:
+    """:func:`canonicalize`, and the renaming of the run's volatile values (which value
+    each placeholder stands for, and where it first appeared)."""
     ignored = options.ignore_types
     ordered = in_announced_order(events if isinstance(events, Sequence) else list(events))
+    renaming = Renaming(options.volatile)
     # Many small containers without cycles: the cyclic collector would only re-scan them.
     with collector_paused():
-        return [canonicalize_event(e, options) for e in ordered if e.type not in ignored]
+        found = [canonicalize_event(e, options) for e in ordered if e.type not in ignored]
+        if options.volatile.active:
+            found = [renamed(c, options, renaming) for c in found]
+    return found, renaming
+
+
+def renamed(
+    canonical: CanonicalEvent, options: CanonicalOptions, renaming: Renaming
+) -> CanonicalEvent:
+    """``canonical`` with its volatile values renamed, ``renaming`` having seen the run's
+    events before it (``canonical`` itself when it holds none). The values at the exact
+    paths of its type stay as they are."""
+    key = renaming.rename(canonical.key, origin_of(canonical.source))
+    if key is canonical.key:
+        return canonical
+    data = orjson.loads(key)[2]
+    exact = options.exact_for(canonical.type)
+    if exact:
+        data = _kept_exact(data, canonical.data, tuple((p, p.start) for p in exact))
+    # Sorted again: a renamed key may sort elsewhere than the value it stands for.
+    key = orjson.dumps([canonical.step, canonical.type, data], option=orjson.OPT_SORT_KEYS)
+    return CanonicalEvent(canonical.step, canonical.type, data, key, canonical.source)
+
+
+def origin_of(event: Event) -> Origin:
+    """Where a value seen first in ``event`` comes from, for reports."""
+    tool = event.data.get("name") if event.type in TOOL_TYPES else None
+    return Origin(event.step, event.type, tool if isinstance(tool, str) else None)
+
+
+def _kept_exact(renamed_value: Any, plain: Any, live: _Live) -> Any:
+    """``renamed_value`` with what ``live`` matches taken from ``plain``, as it was."""
+    if type(renamed_value) is dict and type(plain) is dict:
+        items: Iterable[tuple[Any, Any]] = renamed_value.items()
+        result: Any = {}
+    elif type(renamed_value) is list and type(plain) is list and len(plain) == len(renamed_value):
+        items = enumerate(renamed_value)
+        result = list(renamed_value)
+    else:
+        return renamed_value
+    for segment, item in items:
+        before = plain[segment] if type(plain) is list else plain.get(segment, _NONE)
+        below: list[tuple[IgnorePath, _States]] = []
+        taken = False
+        for path, states in live:
+            reached = path.advance(states, segment)
+            if reached and path.accepts(reached):
+                taken = before is not _NONE
+                break
+            if reached:
+                below.append((path, reached))
+        if taken:
+            result[segment] = before
+        elif below and before is not _NONE:
+            result[segment] = _kept_exact(item, before, tuple(below))
+        else:
+            result[segment] = item
+    return result
+
+
+_NONE: Final[Any] = object()
 
 
 # -- announcement order ------------------------------------------------------------------

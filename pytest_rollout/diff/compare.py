@@ -19,7 +19,7 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Final
 
@@ -38,6 +38,8 @@ from .canonical import (
     in_announced_order,
     step_in_announced_order,
 )
+from .volatile import Renaming
+from .volatile_runs import may_hold_volatile, shown_as_recorded, volatile_renamed
 
 __all__ = [
     "Comparison",
@@ -101,6 +103,8 @@ class Comparison:
 
     steps: tuple[StepResult, ...]
     first: FirstDivergence | None
+    #: The renaming of each run's volatile values (``a``'s, ``b``'s), when either held any.
+    renamings: tuple[Renaming, Renaming] | None = None
 
     @property
     def identical(self) -> bool:
@@ -316,6 +320,23 @@ def compare(
     """
     from_json = isinstance(a, JsonEvents) and isinstance(b, JsonEvents)
     b = align_call_ids(a, b)
+    renamings = None
+    if options.volatile.active and (may_hold_volatile(a, options) or may_hold_volatile(b, options)):
+        a, originals_a, renaming_a = volatile_renamed(a, options)
+        b, originals_b, renaming_b = volatile_renamed(b, options)
+        renamings = (renaming_a, renaming_b)
+    comparison = _compared(a, b, options, from_json)
+    if renamings is None:
+        return comparison
+    first = comparison.first
+    if first is not None:
+        first = replace(first, **shown_as_recorded(first, {**originals_a, **originals_b}))
+    return Comparison(comparison.steps, first, renamings)
+
+
+def _compared(
+    a: Sequence[Event], b: Sequence[Event], options: CanonicalOptions, from_json: bool
+) -> Comparison:
     ra = _Run(a, options)
     rb = _Run(b, options)
     shared: list[Event] = []

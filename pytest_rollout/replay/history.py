@@ -2,8 +2,15 @@
 
 A model request is matched against its recorded turn by :func:`request_hash`, the sha256 of
 its canonical form (the whole message list, tools and params, redacted the way the recording
-was). :class:`RequestHistory` computes that hash for one conversation turn after turn, so that
-a turn costs what its new messages cost, not what the whole history costs.
+was, its volatile values renamed by first appearance in the request). :class:`RequestHistory`
+computes that hash for one conversation turn after turn, so that a turn costs what its new
+messages cost, not what the whole history costs.
+
+The renaming (:mod:`~pytest_rollout.diff.volatile`) is what lets a request whose system
+prompt says today's date match the turn recorded yesterday, while a request that now holds
+two dates where it held one does not. A golden recorded before the renaming holds keys taken
+without it; a request key says with which rules it was taken (``key_volatile``), and replay
+takes the live request's key the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any, Final
 import orjson
 
 from ..diff.canonical import canonical_bytes
+from ..diff.volatile import Renaming, Volatile
 
 __all__ = ["RequestHistory", "TurnRequest", "new_messages", "request_hash"]
 
@@ -24,13 +32,15 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(canonical_bytes(value)).hexdigest()
-
-
-def request_hash(messages: Any, tools: Any, params: Mapping[str, Any]) -> str:
-    """sha256 of a request's canonical form: the whole message list, tools and params."""
-    return _digest({"messages": messages, "tools": tools, "params": dict(params)})
+def request_hash(
+    messages: Any, tools: Any, params: Mapping[str, Any], volatile: Volatile | None = None
+) -> str:
+    """sha256 of a request's canonical form: the whole message list, tools and params, with
+    the ``volatile`` values renamed (none: taken as they are)."""
+    encoded = canonical_bytes({"messages": messages, "tools": tools, "params": dict(params)})
+    if volatile is not None:
+        encoded = Renaming(volatile).rename(encoded)
+    return hashlib.sha256(encoded).hexdigest()
 
 
 def new_messages(previous: Sequence[Any], current: Sequence[Any]) -> list[Any]:
@@ -43,13 +53,16 @@ def new_messages(previous: Sequence[Any], current: Sequence[Any]) -> list[Any]:
 @dataclass(frozen=True, slots=True)
 class TurnRequest:
     """A model request as its turn records it and replay matches it: the messages new since
-    the previous request, tools and params as sent (the recorder redacts them), and
-    ``messages_hash``, the :func:`request_hash` of the whole request, redacted."""
+    the previous request, tools and params as sent (the recorder redacts them),
+    ``messages_hash``, the :func:`request_hash` of the whole request, redacted, and
+    ``key_volatile``, the fingerprint of the rules its volatile values were renamed by
+    (``None``: taken as they are)."""
 
     messages: Sequence[Any]
     tools: Any
     params: Mapping[str, Any]
     messages_hash: str
+    key_volatile: str | None = None
 
 
 #: How the canonical form of a request begins, before its first message.
@@ -75,12 +88,17 @@ class RequestHistory:
     digest is byte for byte :func:`request_hash` of the redacted request.
     """
 
-    __slots__ = ("_last", "_messages", "_redact", "_state")
+    __slots__ = ("_last", "_messages", "_names", "_redact", "_state", "_volatile")
 
-    def __init__(self, redact: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self, redact: Callable[[Any], Any] | None = None, volatile: Volatile | None = None
+    ) -> None:
         self._redact: Callable[[Any], Any] = _as_is if redact is None else redact
+        self._volatile = volatile
         self._messages: list[Any] = []
         self._state = hashlib.sha256(_OPEN)
+        # The renaming of the previous request's messages (its values, numbered in order).
+        self._names = Renaming(volatile) if volatile is not None else None
         # The tools and the params of the last request: their unredacted canonical bytes,
         # then those of their redacted form.
         self._last: dict[str, tuple[bytes, bytes]] = {}
@@ -106,6 +124,9 @@ class RequestHistory:
         params = dict(params)
         tail = self._encoded(new)
         state = hashlib.sha256(_OPEN) if start == 0 else self._state.copy()
+        names = self._renaming(start)
+        if names is not None:
+            tail = names.rename(tail)
         if tail:
             state.update(tail[1:] if start == 0 else tail)
         messages = [*self._messages[:start], *new]
@@ -113,21 +134,35 @@ class RequestHistory:
             digest = self._whole(messages, tools, params)
         else:
             end = state.copy()
-            end.update(b'],"params":' + self._part("params", params))
-            end.update(b',"tools":' + self._part("tools", tools) + b"}")
+            rest = b'],"params":' + self._part("params", params)
+            rest += b',"tools":' + self._part("tools", tools) + b"}"
+            end.update(rest if names is None else names.copy().rename(rest))
             digest = end.hexdigest()
-        self._messages, self._state = messages, state
-        return TurnRequest(list(fresh), tools, params, digest)
+        self._messages, self._state, self._names = messages, state, names
+        return TurnRequest(list(fresh), tools, params, digest, self.key_volatile)
+
+    @property
+    def key_volatile(self) -> str | None:
+        """The fingerprint of the rules this history's keys rename by (``None``: none)."""
+        return None if self._volatile is None else self._volatile.fingerprint
+
+    def _renaming(self, start: int) -> Renaming | None:
+        """The renaming a request's new messages continue: the previous request's, or a new
+        one for a conversation begun anew."""
+        if self._volatile is None:
+            return None
+        if start == 0 or self._names is None:
+            return Renaming(self._volatile)
+        return self._names.copy()
 
     def whole(self, messages: Any, tools: Any, params: Mapping[str, Any]) -> TurnRequest:
         """The turn of a request hashed whole (its messages are not a list: what is recorded
         of messages that cannot be); the conversation starts anew after it."""
         fresh = new_messages(self._messages, messages)
         params = dict(params)
-        redact = self._redact
-        digest = request_hash(redact(messages), redact(tools), redact(params))
+        digest = self._whole(messages, tools, params)
         self._messages, self._state = [], hashlib.sha256(_OPEN)
-        return TurnRequest(fresh, tools, params, digest)
+        return TurnRequest(fresh, tools, params, digest, self.key_volatile)
 
     def _encoded(self, messages: Sequence[Any]) -> bytes:
         """``,m1,m2,...``: each message redacted on its own and canonically encoded."""
@@ -147,4 +182,4 @@ class RequestHistory:
 
     def _whole(self, messages: list[Any], tools: Any, params: Mapping[str, Any]) -> str:
         redact = self._redact
-        return request_hash(redact(messages), redact(tools), redact(params))
+        return request_hash(redact(messages), redact(tools), redact(params), self._volatile)

@@ -22,10 +22,18 @@ from typing import Any
 
 import orjson
 
-from ..diff.canonical import announced_calls, arguments_hash, canonicalize_event, tool_order
+from ..diff.canonical import (
+    DEFAULT_OPTIONS,
+    announced_calls,
+    arguments_hash,
+    canonicalize_event,
+    renamed,
+    tool_order,
+)
 from ..diff.compare import field_changes
 from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
 from ..diff.text import call_text, string_change, value_text
+from ..diff.volatile import Renaming, Volatile
 from ..format.events import (
     LLM_TURN_COMPLETED,
     LLM_TURN_FAILED,
@@ -36,6 +44,7 @@ from ..format.events import (
 )
 from ..format.jsonable import to_json_data
 from ..format.loader import Rollout, load
+from ..safety.sanitize import sanitize
 from .history import TurnRequest, _as_is, new_messages, request_hash
 from .turn import Turn
 
@@ -80,6 +89,17 @@ class Recording:
 
     turns: list[RecordedTurn] = field(default_factory=list)
     calls: dict[int, list[RecordedCall]] = field(default_factory=dict)
+
+    @property
+    def keyed_as_is(self) -> bool:
+        """Whether the recorded request keys were taken with their volatile values as they
+        were (a golden recorded before they were renamed, or with renaming off): a live
+        request is then keyed the same way."""
+        for turn in self.turns:
+            request = turn.request
+            if request and request.get("messages_hash") is not None:
+                return request.get("key_volatile") is None
+        return False
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> Recording:
@@ -138,6 +158,25 @@ def _recorded_call(start: Event, done: Event | None, position: int) -> RecordedC
     )
 
 
+def _keyed_otherwise(recorded: RecordedTurn, request: TurnRequest) -> str:
+    """What to do when the recorded key was taken with other volatile rules than the live
+    one (empty when they agree)."""
+    was = (recorded.request or {}).get("key_volatile")
+    if was == request.key_volatile:
+        return ""
+    return (
+        f" (the golden's request keys were taken with {_rules(was)}, this run's with "
+        f"{_rules(request.key_volatile)}: re-record the golden with --rollout-record after "
+        f"changing what is volatile)"
+    )
+
+
+def _rules(fingerprint: Any) -> str:
+    if fingerprint is None:
+        return "volatile values as they are"
+    return f"volatile rules {sanitize(str(fingerprint))}"
+
+
 def _call_key(event: Event) -> tuple[int, str]:
     return event.step, orjson.dumps(event.data.get("call_id")).decode()
 
@@ -150,9 +189,12 @@ class Replay:
         recording: Recording,
         source: str = "the recording",
         redact: Callable[[Any], Any] | None = None,
+        volatile: Volatile | None = None,
     ) -> None:
         self.recording = recording
         self.source = source
+        #: The rules a live request's volatile values are renamed by, for its report.
+        self.volatile = volatile
         # The recording was redacted before it was written, so a live request or call is
         # matched (and shown) as it would have been recorded: redacted the same way.
         self.redact: Callable[[Any], Any] = _as_is if redact is None else redact
@@ -176,8 +218,10 @@ class Replay:
         rollout: Rollout,
         source: str | None = None,
         redact: Callable[[Any], Any] | None = None,
+        volatile: Volatile | None = None,
     ) -> Replay:
-        return cls(Recording.from_events(rollout.events), source or rollout.path, redact)
+        recording = Recording.from_events(rollout.events)
+        return cls(recording, source or rollout.path, redact, volatile)
 
     def _diverge(self, kind: DivergenceKind, step: int, detail: str) -> ReplayDivergenceError:
         divergence = Divergence(kind, step, detail)
@@ -267,15 +311,17 @@ class Replay:
         recorded = self._matching(first, request.messages_hash, lookahead)
         if recorded is None:
             redact = self.redact
+            detail = self._request_difference(
+                turns[first],
+                redact(list(request.messages)),
+                redact(request.tools),
+                redact(dict(request.params)),
+                request.key_volatile,
+            )
             raise self._diverge(
                 DivergenceKind.PROMPT_MISMATCH,
                 turns[first].step,
-                self._request_difference(
-                    turns[first],
-                    redact(list(request.messages)),
-                    redact(request.tools),
-                    redact(dict(request.params)),
-                ),
+                detail + _keyed_otherwise(turns[first], request),
             )
         recorded.consumed = True
         return recorded
@@ -305,8 +351,15 @@ class Replay:
         return None
 
     def _request_difference(
-        self, recorded: RecordedTurn, fresh: Sequence[Any], tools: Any, params: Mapping[str, Any]
+        self,
+        recorded: RecordedTurn,
+        fresh: Sequence[Any],
+        tools: Any,
+        params: Mapping[str, Any],
+        key_volatile: str | None,
     ) -> str:
+        """The first difference between a request and the recorded one, their volatile
+        values renamed as their keys rename them (what differs is then what counts)."""
         request = recorded.request or {}
         old = Event(
             0,
@@ -330,7 +383,12 @@ class Replay:
             },
             recorded.step,
         )
-        changes = field_changes(canonicalize_event(old), canonicalize_event(new))
+        was_event, got_event = canonicalize_event(old), canonicalize_event(new)
+        if key_volatile is not None and self.volatile is not None:
+            options = DEFAULT_OPTIONS.extended(volatile=self.volatile)
+            was_event = renamed(was_event, options, Renaming(self.volatile))
+            got_event = renamed(got_event, options, Renaming(self.volatile))
+        changes = field_changes(was_event, got_event)
         if not changes:
             return "the request differs from the recorded one in messages before this turn"
         first = changes[0]

@@ -23,6 +23,7 @@ from ..analysis.analyzer_options import AnalyzerOptions
 from ..analysis.analyzers import Analysis
 from ..diff.divergence import Divergence, ReplayDivergenceError
 from ..diff.drift import Verdict, drift_report
+from ..diff.volatile import Volatile
 from ..errors import RolloutError, RolloutWarning
 from ..format.events import (
     AUDIT_ACTION,
@@ -131,9 +132,25 @@ class Engine:
             return None
         if self._replay is None:
             self._replay = Replay.from_rollout(
-                self.require_golden(), source=self._golden.shown, redact=self.redact
+                self.require_golden(),
+                source=self._golden.shown,
+                redact=self.redact,
+                volatile=self.setup.options.volatile,
             )
         return self._replay
+
+    @property
+    def request_volatile(self) -> Volatile | None:
+        """The rules a model request's key renames volatile values by: the test's, unless
+        the golden replayed holds keys taken with the values as they were (recorded before
+        they were renamed): its requests are then keyed that way."""
+        volatile = self.setup.options.volatile
+        if not volatile.active:
+            return None
+        replay = self.replay
+        if replay is not None and replay.recording.keyed_as_is:
+            return None
+        return volatile
 
     @property
     def replay_started(self) -> bool:
@@ -365,6 +382,7 @@ class Engine:
                 "tools": request.tools,
                 "params": request.params,
                 "messages_hash": request.messages_hash,
+                **({} if request.key_volatile is None else {"key_volatile": request.key_volatile}),
             },
         )
         replay = self.replay

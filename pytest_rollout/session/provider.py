@@ -35,7 +35,7 @@ class ProviderProxy:
         self._engine = engine
         self._inner = inner
         self._replayed = replayed
-        self._history = RequestHistory(engine.redact)
+        self._history = RequestHistory(engine.redact, engine.request_volatile)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -67,7 +67,7 @@ class SdkPort:
 
     def request_history(self) -> RequestHistory:
         """A new record of one conversation's requests, redacted the way this run is."""
-        return RequestHistory(self._engine.redact)
+        return RequestHistory(self._engine.redact, self._engine.request_volatile)
 
     @property
     def sdk_recording(self) -> Recording | None:

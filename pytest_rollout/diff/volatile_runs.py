@@ -1,0 +1,73 @@
+"""The two runs of a comparison with their volatile values renamed (see :mod:`.volatile`).
+
+Renaming numbers values by first appearance, so it walks a run in order, and a run that
+holds no volatile value must not pay for the walk. Each run is first looked at whole, its
+data encoded in one piece and scanned once; only a run that may hold one is walked, and
+each event that does is replaced by its canonical form, renamed. The comparison then runs
+as it does on any two runs, and the first divergence it reports shows the events as they
+were recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ..format.events import Event
+from .canonical import CanonicalOptions, canonicalize_event, in_announced_order, renamed
+from .volatile import Renaming
+
+__all__ = ["may_hold_volatile", "shown_as_recorded", "volatile_renamed"]
+
+
+def may_hold_volatile(events: Sequence[Event], options: CanonicalOptions) -> bool:
+    """Whether a run may hold a volatile value: its data encoded in one piece and looked at
+    in one scan (a run whose data cannot be encoded is looked at event by event)."""
+    try:
+        encoded = orjson.dumps([e.data for e in events])
+    except TypeError:
+        return True
+    return bool(options.volatile.matches(encoded))
+
+
+def volatile_renamed(
+    events: Sequence[Event], options: CanonicalOptions
+) -> tuple[Sequence[Event], dict[int, Event], Renaming]:
+    """A run with each event that holds a volatile value replaced by its canonical form,
+    renamed (numbered in announcement order, as :func:`~.canonical.canonicalize` does); the
+    event each replacement stands for, by the replacement's ``id``; and the renaming."""
+    renaming = Renaming(options.volatile)
+    ignored = options.ignore_types
+    replaced: dict[int, Event] = {}
+    for event in in_announced_order(events):
+        if event.type in ignored:
+            continue
+        try:
+            canonical = canonicalize_event(event, options)
+        except TypeError:  # not JSON: the comparison decides, as it does without renaming
+            continue
+        found = renamed(canonical, options, renaming)
+        if found is not canonical:
+            replaced[id(event)] = event._replace(data=found.data)
+    if not replaced:
+        return events, {}, renaming
+    run = [replaced.get(id(e), e) for e in events]
+    return run, {id(r): e for e, r in zip(events, run, strict=True) if r is not e}, renaming
+
+
+#: The fields of a first divergence that show events.
+_SHOWN = ("a_events", "b_events", "a_event", "b_event")
+
+
+def shown_as_recorded(first: Any, originals: Mapping[int, Event]) -> dict[str, Any]:
+    """The events a first divergence shows (its ``a_events``, ``b_events``, ``a_event`` and
+    ``b_event``) as they were recorded: each renamed replacement swapped for its event."""
+
+    def recorded(value: Any) -> Any:
+        if isinstance(value, tuple) and not isinstance(value, Event):
+            return tuple(originals.get(id(e), e) for e in value)
+        return None if value is None else originals.get(id(value), value)
+
+    return {name: recorded(getattr(first, name)) for name in _SHOWN}
