@@ -39,6 +39,7 @@ from .canonical import (
 from .compare import Comparison, StepStatus, compare
 from .divergence import Divergence, classify
 from .score import RunSummary, Score, score, summarize
+from .volatile import BUILTIN, Renaming, Volatile
 
 __all__ = [
     "DriftReport",
@@ -206,7 +207,9 @@ def drift_report(
         divergences=found,
         tool_calls=tuple(_tool_call_drift(a, b, _calls_agree_at(comparison, options))),
         outcome_diff=_outcome_diff(a, b, a_summary, b_summary),
-        likely_causes=() if first is None else tuple(likely_causes(a, b, first.step)),
+        likely_causes=()
+        if first is None
+        else tuple(likely_causes(a, b, first.step, options.volatile)),
     )
 
 
@@ -406,7 +409,7 @@ def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
     )
 
 
-def _system_prompt_hash(events: Sequence[Event]) -> str | None:
+def _system_prompt_hash(events: Sequence[Event], volatile: Volatile) -> str | None:
     request = _first(events, LLM_TURN_STARTED)
     if request is None:
         return None
@@ -416,7 +419,9 @@ def _system_prompt_hash(events: Sequence[Event]) -> str | None:
         for m in (messages if isinstance(messages, list) else ())
         if isinstance(m, Mapping) and m.get("role") == "system"
     ]
-    return hashlib.sha256(canonical_bytes(system)).hexdigest() if system else None
+    if not system:
+        return None
+    return hashlib.sha256(Renaming(volatile).rename(canonical_bytes(system))).hexdigest()
 
 
 def _shape(value: Any) -> Any:
@@ -441,8 +446,11 @@ def _results_before(events: Sequence[Event], step: int) -> list[Event]:
     return [e for e in near if e.type == TOOL_CALL_COMPLETED]
 
 
-def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str]:
-    """What the two runs show as likely causes of a divergence at ``step``."""
+def likely_causes(
+    a: Sequence[Event], b: Sequence[Event], step: int, volatile: Volatile = BUILTIN
+) -> list[str]:
+    """What the two runs show as likely causes of a divergence at ``step`` (a system prompt
+    that only says another date has not changed: its ``volatile`` values are renamed)."""
     causes: list[str] = []
     model = _model_change(a, b, step)
     if model is not None:
@@ -453,7 +461,7 @@ def likely_causes(a: Sequence[Event], b: Sequence[Event], step: int) -> list[str
         causes.append("the set of tools changed")
     elif schemas_a is not None and schemas_b is not None and schemas_a != schemas_b:
         causes.append("the tool schemas sent to the model changed")
-    prompt_a, prompt_b = _system_prompt_hash(a), _system_prompt_hash(b)
+    prompt_a, prompt_b = _system_prompt_hash(a, volatile), _system_prompt_hash(b, volatile)
     if prompt_a is not None and prompt_b is not None and prompt_a != prompt_b:
         causes.append(f"the system prompt changed (sha256 {prompt_a[:12]} -> {prompt_b[:12]})")
     results_b = {

@@ -28,6 +28,7 @@ from ..format.events import (
 )
 from ..safety.sanitize import excerpt, sanitize
 from .text import VALUE_LIMIT, call_text, format_cost, string_change, value_text
+from .volatile import Renaming, only_placeholders_differ, placeholders_in
 
 if TYPE_CHECKING:
     # A comparison is rendered only once made: describing a run does not import it.
@@ -266,19 +267,68 @@ def _other(score: Score, labels: Labels) -> str:
     return labels.a if score.winner == "b" else labels.b
 
 
-def render_changes(changes: tuple[FieldChange, ...], limit: int = 8) -> list[str]:
-    """Field-level differences, one per line: ``path: a -> b``."""
+def render_changes(
+    changes: tuple[FieldChange, ...],
+    limit: int = 8,
+    renamings: tuple[Renaming, Renaming] | None = None,
+    labels: Labels = Labels(),
+    events: tuple[Event | None, Event | None] = (None, None),
+) -> list[str]:
+    """Field-level differences, one per line: ``path: a -> b``. Where the runs' volatile
+    values were renamed (``renamings``), a change of which value stands where is said in
+    words, and text that differs around a placeholder is shown with the values as they
+    were. ``events`` are the two events that differ, where a value may be seen first."""
     lines = []
     for change in changes[:limit]:
         path = excerpt(change.path, 60)
-        if isinstance(change.a, str) and isinstance(change.b, str):
-            old, new = string_change(change.a, change.b)
+        a, b = change.a, change.b
+        if isinstance(a, str) and isinstance(b, str):
+            if renamings is not None:
+                relation = _relation(a, b, renamings, labels, events)
+                if relation is not None:
+                    lines.append(f"{path}: another value than in {labels.reference}")
+                    lines.extend(f"    {side}" for side in relation)
+                    continue
+                a, b = renamings[0].restore(a), renamings[1].restore(b)
+            old, new = string_change(a, b)
         else:
-            old, new = value_text(change.a), value_text(change.b)
+            old, new = value_text(a), value_text(b)
         lines.append(f"{path}: {old} -> {new}")
     if len(changes) > limit:
         lines.append(f"... and {len(changes) - limit} more changed fields")
     return lines
+
+
+def _relation(
+    a: str,
+    b: str,
+    renamings: tuple[Renaming, Renaming],
+    labels: Labels,
+    events: tuple[Event | None, Event | None],
+) -> list[str] | None:
+    """``its golden: <uuid#1> (the value returned by get_order at step 1)`` and ``this run:
+    <uuid#2> (a value first seen here)``, when ``a`` and ``b`` differ only in which
+    placeholder stands where."""
+    if not only_placeholders_differ(a, b):
+        return None
+    pair = next(
+        ((x, y) for x, y in zip(placeholders_in(a), placeholders_in(b), strict=False) if x != y),
+        None,
+    )
+    if pair is None:  # one side has more placeholders than the other: shown as text
+        return None
+    sides = []
+    names = (labels.reference, labels.b)
+    for name, placeholder, renaming, event in zip(names, pair, renamings, events, strict=True):
+        origin = renaming.origin_of(placeholder)
+        if origin is None or (
+            event is not None and (origin.step, origin.type) == (event.step, event.type)
+        ):
+            where = "a value first seen here"
+        else:
+            where = f"the value {sanitize(origin.describe())}"
+        sides.append(f"{name}: {placeholder} ({where})")
+    return sides
 
 
 def render_divergence(
@@ -310,7 +360,13 @@ def render_divergence(
         lines.append(f"{indent}Difference ({where}):")
         lines.extend(
             f"{indent * 2}{line}"
-            for line in render_changes(first.changes, changes_limit or len(first.changes))
+            for line in render_changes(
+                first.changes,
+                changes_limit or len(first.changes),
+                comparison.renamings,
+                labels,
+                (first.a_event, first.b_event),
+            )
         )
     later = [
         s for s in comparison.steps if s.step > first.step and s.status is not StepStatus.IDENTICAL
