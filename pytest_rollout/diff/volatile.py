@@ -284,8 +284,7 @@ class Renaming:
     """The volatile values of one run (or one request) renamed by first appearance.
 
     :meth:`rename` is fed the run's canonical bytes in the run's order; each value met for
-    the first time takes the next number of its kind. :meth:`copy` forks the state, for a
-    request that extends the conversation so far."""
+    the first time takes the next number of its kind."""
 
     __slots__ = ("_counts", "_names", "_origins", "volatile")
 
@@ -295,30 +294,26 @@ class Renaming:
         self._counts: dict[str, int] = {}
         self._origins: dict[str, tuple[str, Origin | None]] = {}
 
-    def copy(self) -> Renaming:
-        other = Renaming(self.volatile)
-        other._names = dict(self._names)
-        other._counts = dict(self._counts)
-        other._origins = dict(self._origins)
-        return other
-
-    def rename(self, buffer: bytes, origin: Origin | None = None) -> bytes:
+    def rename(self, buffer: bytes, origin: Origin | None = None, *, keep: bool = True) -> bytes:
         """``buffer`` with each volatile value replaced by its placeholder (``buffer``
-        itself when it holds none)."""
+        itself when it holds none). With ``keep=False`` the values met for the first time
+        are numbered for this buffer only, and the renaming is left as it was."""
         found = self.volatile.matches(buffer)
         if not found:
             return buffer
-        names = self._names
+        names = self._names if keep else dict(self._names)
+        counts = self._counts if keep else dict(self._counts)
         pieces: list[bytes] = []
         last = 0
         for start, end, label in found:
             value = buffer[start:end]
             name = names.get(value)
             if name is None:
-                number = self._counts.get(label, 0) + 1
-                self._counts[label] = number
+                number = counts.get(label, 0) + 1
+                counts[label] = number
                 name = names[value] = f"<{label}#{number}>".encode()
-                self._origins[name.decode()] = (value.decode("utf-8", "replace"), origin)
+                if keep:
+                    self._origins[name.decode()] = (value.decode("utf-8", "replace"), origin)
             pieces += (buffer[last:start], name)
             last = end
         pieces.append(buffer[last:])

@@ -136,7 +136,7 @@ class RequestHistory:
             end = state.copy()
             rest = b'],"params":' + self._part("params", params)
             rest += b',"tools":' + self._part("tools", tools) + b"}"
-            end.update(rest if names is None else names.copy().rename(rest))
+            end.update(rest if names is None else names.rename(rest, keep=False))
             digest = end.hexdigest()
         self._messages, self._state, self._names = messages, state, names
         return TurnRequest(list(fresh), tools, params, digest, self.key_volatile)
@@ -147,13 +147,13 @@ class RequestHistory:
         return None if self._volatile is None else self._volatile.fingerprint
 
     def _renaming(self, start: int) -> Renaming | None:
-        """The renaming a request's new messages continue: the previous request's, or a new
-        one for a conversation begun anew."""
+        """The renaming a request's new messages continue: the previous request's (a request
+        only ever extends the last one), or a new one for a conversation begun anew."""
         if self._volatile is None:
             return None
         if start == 0 or self._names is None:
             return Renaming(self._volatile)
-        return self._names.copy()
+        return self._names
 
     def whole(self, messages: Any, tools: Any, params: Mapping[str, Any]) -> TurnRequest:
         """The turn of a request hashed whole (its messages are not a list: what is recorded

@@ -33,6 +33,7 @@ from typing import Final
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
 from ..diff.compare import compare
 from ..errors import RolloutError, RolloutFormatError
+from ..format.events import LLM_TURN_STARTED
 from ..format.files import (
     SecretInFileError,
     Unreadable,
@@ -182,9 +183,16 @@ class WriteResult(StrEnum):
 def _same_run(old: Rollout, new: Rollout, options: CanonicalOptions) -> bool:
     """Whether ``new`` compares equal to ``old``, the golden it would replace: the very
     comparison replay and ``rollout diff`` make (provider tool-call ids renamed in order,
-    volatile fields and raw provider bytes left out), so a run that passes against its
-    golden never rewrites it."""
-    return compare(old.events, new.events, options).identical
+    volatile values renamed, volatile fields and raw provider bytes left out), so a run that
+    passes against its golden never rewrites it. A golden whose request keys were taken
+    another way (before volatile values were renamed, or by other rules) is rewritten, so
+    that its next replay keys requests as this run did."""
+    return _key_forms(old) == _key_forms(new) and compare(old.events, new.events, options).identical
+
+
+def _key_forms(run: Rollout) -> list[object]:
+    """How each model request's key was taken (``key_volatile``), in order."""
+    return [e.data.get("key_volatile") for e in run.events if e.type == LLM_TURN_STARTED]
 
 
 def write_golden_and_receipt(

@@ -350,3 +350,36 @@ def test_settling_never_follows_a_link_named_like_a_pending_file(tmp_path: Path)
     assert victim.read_bytes() == NEW
     assert link.is_symlink()
     assert path.read_bytes() == OLD
+
+
+def keyed_bytes(prompt: str, key_volatile: str | None) -> bytes:
+    """A run of one model request whose key was taken with ``key_volatile`` (``None``: by a
+    release that took keys with volatile values as they were)."""
+    request: dict[str, object] = {
+        "messages": [{"role": "system", "content": prompt}],
+        "messages_hash": "ab" * 32,
+    }
+    if key_volatile is not None:
+        request["key_volatile"] = key_volatile
+    rec = Recorder()
+    rec.emit("run.started", {})
+    rec.emit("llm.turn.started", request)
+    rec.emit("llm.turn.completed", {"content": "hi"})
+    rec.emit("run.completed", {"outcome": "completed"})
+    return rec.getvalue()
+
+
+def test_a_golden_keyed_before_volatile_values_were_renamed_is_rewritten_once(
+    tmp_path: Path,
+) -> None:
+    """Its next replay must key requests the way this run did, or a dated prompt recorded
+    today still fails tomorrow."""
+    root = tmp_path / "golden"
+    path = root / "test_a.jsonl"
+    write(root, path, keyed_bytes("Today is 2026-12-01.", None))
+    renamed = keyed_bytes("Today is 2026-12-02.", "builtin-1")
+    assert write(root, path, renamed) is WriteResult.UPDATED
+    assert write(root, path, keyed_bytes("Today is 2026-12-03.", "builtin-1")) is (
+        WriteResult.UNCHANGED
+    )
+    assert pair(path) == (renamed, receipt_bytes(path, renamed))
