@@ -38,7 +38,6 @@ __all__ = [
     "json_copy",
     "json_default",
     "snapshot",
-    "snapshot_tail",
     "snapshot_value",
     "text_default",
     "to_json_data",
@@ -172,13 +171,6 @@ def snapshot(value: Any) -> tuple[Any, bytes | None]:
     except Exception:
         return to_json_data_or_placeholder(value), None
     return orjson.Fragment(wrapped[_HEAD:-1]), wrapped
-
-
-def snapshot_tail(wrapped: bytes) -> bytes:
-    """The bytes that end an event payload whose last key holds the value of a
-    :func:`snapshot` made of ``wrapped``: the value's own, then the ``}`` that closes the
-    payload."""
-    return wrapped[_HEAD:]
 
 
 def snapshot_value(part: Any, wrapped: bytes | None) -> Any:

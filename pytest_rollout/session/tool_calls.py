@@ -55,7 +55,15 @@ class RunSide(Protocol):
 class ToolCalls:
     """The calls of one run, as wrapped tools report them (see :class:`.tools.ToolRecorder`)."""
 
-    __slots__ = ("_announced", "_audits", "_rebuild_hook", "_replays", "_run", "_started")
+    __slots__ = (
+        "_announced",
+        "_audits",
+        "_live_only",
+        "_rebuild_hook",
+        "_replays",
+        "_run",
+        "_started",
+    )
 
     def __init__(
         self,
@@ -68,6 +76,8 @@ class ToolCalls:
         self._run = run
         self._replays = replays
         self._audits = audits  # whether the run keeps an audit trail
+        # A call's start records its event and nothing else: no replay, no audit trail.
+        self._live_only = not (replays or audits)
         self._rebuild_hook = rebuild_hook
         self._announced = AnnouncedCalls()
         self._started = False
@@ -93,6 +103,8 @@ class ToolCalls:
         else:
             run.record_encoded(TOOL_CALL_STARTED, payload)
         call_id = data["call_id"]
+        if self._live_only:
+            return call_id, 0, None  # the step is what a replayed answer needs
         replay = run.replay if self._replays else None
         audited = self._audits and run.audited(name)
         if replay is None and not audited:
@@ -135,8 +147,12 @@ class ToolCalls:
         """A live call's ``tool.call.completed`` with its output (and the output's type, when
         it is not plain JSON)."""
         duration_ms = int((_clock() - t0) * 1e6 + 0.5) / 1000  # _since, inline
-        data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": duration_ms}
-        data["output"] = output
+        data: dict[str, Any] = {
+            "call_id": call_id,
+            "name": name,
+            "duration_ms": duration_ms,
+            "output": output,
+        }
         cls = type(output)
         if cls not in PLAIN_TYPES:  # type_tag, inline: this is on every call's path
             data["output_type"] = type_tag_of_class(cls)

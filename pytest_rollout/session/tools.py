@@ -32,7 +32,6 @@ from ..format.jsonable import (
     encode_event,
     json_default,
     snapshot,
-    snapshot_tail,
     snapshot_value,
 )
 from ..replay.turn import ToolCall
@@ -129,10 +128,10 @@ class Binder:
             if not self._learn(shape):
                 return bind_arguments(self._signature, args, kwargs)
             places = self._shapes[shape]
-        if places is None:
-            return _unbound(args, kwargs)
         if places is _AS_GIVEN:
             return kwargs  # a call's ``**kwargs`` is a dict of its own
+        if places is None:
+            return _unbound(args, kwargs)
         arguments: dict[str, Any] = {}
         for name, kind, source in places:
             if kind == _POSITIONAL:
@@ -184,15 +183,15 @@ class ToolRecorder(Protocol):
 class _Announced:
     """A tool call announced by a turn, waiting for the agent to make it: its arguments as
     the turn gave them, and as :func:`~pytest_rollout.format.jsonable.snapshot` gives them
-    (``tail``: the bytes of the arguments, then the ``}`` that closes an event whose last
-    key they are)."""
+    (``expected``: the bytes of the ``tool.call.started`` data of a call that claims it with
+    those arguments, or ``None`` when they are not plain JSON)."""
 
     call_id: str
     name: str
     arguments: Any
     part: Any
     wrapped: bytes | None
-    tail: bytes | None
+    expected: bytes | None
     #: One item until the call is claimed, by taking it: ``list.pop`` is atomic, so of two
     #: threads claiming the call at once exactly one gets it.
     unclaimed: list[None] = field(default_factory=lambda: [None])
@@ -200,8 +199,8 @@ class _Announced:
     @classmethod
     def of(cls, call: ToolCall) -> _Announced:
         part, wrapped = snapshot(call.arguments)
-        tail = None if wrapped is None else snapshot_tail(wrapped)
-        return cls(call.id, call.name, call.arguments, part, wrapped, tail)
+        expected = None if wrapped is None else _started_bytes(call.id, call.name, part)
+        return cls(call.id, call.name, call.arguments, part, wrapped, expected)
 
     def same_arguments(self, part: Any, wrapped: bytes | None, plain: list[Any]) -> bool:
         """Whether a call's arguments (a snapshot) are this call's, compared as plain data:
@@ -212,6 +211,15 @@ class _Announced:
         if not plain:
             plain.append(snapshot_value(part, wrapped))
         return bool(snapshot_value(self.part, self.wrapped) == plain[0])
+
+
+def _started_bytes(call_id: str, name: str, part: Any) -> bytes | None:
+    """The ``tool.call.started`` data of a call of ``name`` claiming ``call_id`` with the
+    arguments of snapshot ``part``, encoded (``None``: an id orjson refuses)."""
+    try:
+        return orjson.dumps({"call_id": call_id, "name": name, "arguments": part})
+    except Exception:
+        return None
 
 
 class AnnouncedCalls:
@@ -242,24 +250,24 @@ class AnnouncedCalls:
         :func:`~..format.jsonable.encode_event`).
 
         The common call (the agent makes the first call the turn announced under its name,
-        with its arguments) is claimed as it is encoded: arguments equal to the announced
-        ones are encoded in the event, and the event's last bytes then confirm that they
-        encode as the announced ones do. Any other call is compared by its own encoding."""
+        with its arguments) is claimed as it is encoded: encoded with that call's id, its
+        data is then the very bytes the announced call's data encodes to. Any other call is
+        compared by its own encoding, as plain data.
+        """
         for call in self._calls:  # a loop, not any(): this is on every call's path
             if call.name == name and call.unclaimed:
                 break
         else:
             data: dict[str, Any] = {"call_id": None, "name": name, "arguments": bound}
             return data, encode_event(data, "arguments")
-        tail = call.tail  # never empty: it holds at least a value and a "}"
-        if tail is not None:
+        expected = call.expected
+        if expected is not None:
             data = {"call_id": call.call_id, "name": name, "arguments": bound}
             try:
-                same = bound == call.arguments
-                payload = orjson.dumps(data, default=json_default) if same else b""
-            except Exception:  # an array's ``==`` raises; orjson refuses a value: see below
+                payload = orjson.dumps(data, default=json_default)
+            except Exception:  # orjson refuses a value: see below
                 payload = b""
-            if payload.endswith(tail):
+            if payload == expected:
                 try:
                     call.unclaimed.pop()
                 except IndexError:  # another thread claimed it meanwhile

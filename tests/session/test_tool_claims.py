@@ -43,6 +43,16 @@ def test_a_call_is_encoded_once_with_the_id_of_the_call_it_claims() -> None:
     assert payload == b'{"call_id":"c1","name":"lookup","arguments":{"q":"x"}}'
 
 
+def test_arguments_changed_in_place_since_the_turn_are_recorded_as_they_are_called() -> None:
+    calls = AnnouncedCalls()
+    announced = ToolCall("only", "lookup", {"q": [1]})
+    calls.announce([announced])
+    announced.arguments["q"].append(2)  # the agent edits the list the turn gave it
+    data, payload = calls.started("lookup", dict(announced.arguments))
+    assert data["call_id"] == "only"
+    assert payload == b'{"call_id":"only","name":"lookup","arguments":{"q":[1,2]}}'
+
+
 class _Ambiguous:
     """A value whose ``==`` raises (as an array's does), recorded through ``model_dump``."""
 
