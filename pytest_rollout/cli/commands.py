@@ -23,6 +23,7 @@ from .otel_commands import export_otel, import_otel
 if TYPE_CHECKING:
     from ..diff.canonical import CanonicalOptions
     from ..diff.integrity import IntegrityReport
+    from ..diff.volatile import Volatile
     from ..format.loader import Limits, Rollout
     from ..store.audit import AuditCheck
     from ..store.receipt import Receipt, Verification
@@ -46,6 +47,7 @@ _LIMIT_FLAGS: Final = {
 }
 #: The largest limit taken (the loader hands limits to calls that take a C ``ssize_t``).
 _MOST: Final = 2**62
+_WHOLE_NUMBER = re.compile(r"[0-9]+")
 _HEAD = re.compile(r"(?:sha256:)?([0-9a-f]{16,64})")
 _HEAD_SHOWN = 16
 
@@ -199,21 +201,51 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _diff(args: argparse.Namespace, out: TextIO) -> int:
-    from ..diff.canonical import DEFAULT_OPTIONS
     from ..format.gcpause import collector_paused
 
     limits = _diff_limits(args.max_events, args.max_bytes)
-    options = DEFAULT_OPTIONS
-    if args.ignore or args.drop_key:
-        try:
-            options = options.extended(drop_keys=args.drop_key, ignore_paths=args.ignore)
-        except ValueError as exc:
-            raise Usage(str(exc)) from None
+    options = _diff_options(args)
     # The command is a short-lived process, and what it builds (two runs of events, which
     # are trees, and the report on them) holds no reference cycles: the cyclic collector
     # would only re-scan it, pass after pass (a third of the time, at 100k events).
     with collector_paused():
         return _diff_report(args, options, limits, out)
+
+
+def _diff_options(args: argparse.Namespace) -> CanonicalOptions:
+    """The canonical form the flags ask for; a bad value is :class:`Usage` naming its flag."""
+    from ..diff.canonical import DEFAULT_OPTIONS
+
+    digits = None if args.float_digits is None else _float_digits(args.float_digits)
+    try:
+        return DEFAULT_OPTIONS.extended(
+            drop_keys=args.drop_key,
+            ignore_paths=args.ignore,
+            float_digits=digits,
+            volatile=_volatile(args.volatile, args.no_volatile),
+        )
+    except ValueError as exc:
+        raise Usage(str(exc)) from None
+
+
+def _volatile(declared: list[str], off: bool) -> Volatile | None:
+    """``--volatile`` and ``--no-volatile`` (``None``: neither, the built-in kinds alone).
+    A bad pattern is a ``ValueError`` that names ``--volatile``."""
+    if not declared and not off:
+        return None
+    from ..diff.volatile import Volatile, parse_declared
+
+    return Volatile(builtin=not off).with_declared(
+        parse_declared(text, "--volatile") for text in declared
+    )
+
+
+def _float_digits(text: str) -> int:
+    if not _WHOLE_NUMBER.fullmatch(text.strip()):
+        raise Usage(
+            f"--float-digits takes a whole number of decimal places (0 or more); got {text!r}"
+        )
+    return int(text)
 
 
 def _diff_limits(max_events: str | None, max_bytes: str | None) -> Limits:

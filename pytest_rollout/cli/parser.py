@@ -69,6 +69,26 @@ def _add_diff(commands: Any) -> None:
         help="also drop this key from the top level of every event's data (repeatable)",
     )
     diff.add_argument(
+        "--volatile",
+        metavar="LABEL=REGEX",
+        action="append",
+        default=[],
+        help="also rename what REGEX matches, by first appearance, as <LABEL#1>, <LABEL#2>... "
+        "before comparing, as dates, uuids and provider ids are (repeatable), e.g. "
+        "'order=ORD-[0-9]{6}'",
+    )
+    diff.add_argument(
+        "--no-volatile",
+        action="store_true",
+        help="compare dates, timestamps, uuids and provider ids as they are (the built-in "
+        "kinds off; --volatile patterns still apply)",
+    )
+    diff.add_argument(
+        "--float-digits",
+        metavar="N",
+        help="round floats to N decimal places before comparing (default 9)",
+    )
+    diff.add_argument(
         "--json",
         action="store_true",
         help="print the drift report as one JSON object (steps added, removed and changed, "

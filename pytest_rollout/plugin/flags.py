@@ -16,6 +16,7 @@ from ..replay.mode import Mode
 __all__ = [
     "ANALYZERS",
     "CAPTURE_DIR_VARIABLE",
+    "FLOAT_DIGITS",
     "HMAC_KEY_VARIABLE",
     "NETWORK_POLICIES",
     "REDACTION_MODES",
@@ -35,6 +36,9 @@ ANALYZERS: Final = (
     "tool_decisions",
     "request_envelope",
 )
+#: The decimal places floats are compared to by default
+#: (``diff.canonical.CanonicalOptions.float_digits``).
+FLOAT_DIGITS: Final = 9
 #: The environment variable naming the capture directory (``store.capture.ENV_VAR``).
 CAPTURE_DIR_VARIABLE: Final = "ROLLOUT_DIR"
 #: The environment variable of the request hashes' HMAC key
@@ -160,6 +164,19 @@ INI_KEYS: Final[tuple[tuple[str, str, str | None, Any], ...]] = (
         "fields left out of every comparison, one [TYPE:]path per line",
         "linelist",
         [],
+    ),
+    (
+        "rollout_volatile",
+        "more values that change every run, renamed by first appearance before comparing "
+        "(dates, timestamps, uuids and provider ids are built in), one LABEL=REGEX per line",
+        "linelist",
+        [],
+    ),
+    (
+        "rollout_float_digits",
+        f"decimal places floats are rounded to before comparing (default {FLOAT_DIGITS})",
+        None,
+        "",
     ),
     ("rollout_dir", "capture every run under this directory (YYYY-MM-DD/RUN_ID.jsonl)", None, ""),
     ("rollout_capture_max_file_mb", "size cap of one captured run, in MB (0: none)", None, ""),

@@ -16,6 +16,20 @@ def pytest_rollout_ignore(config: pytest.Config, item: pytest.Item) -> Iterable[
     """
 
 
+def pytest_rollout_volatile(
+    config: pytest.Config, item: pytest.Item
+) -> Iterable[str | tuple[str, str]] | None:
+    """Return more values that change on every run of this test, to rename by first
+    appearance before its run is compared with its golden (and its requests matched).
+
+    Each entry is ``"LABEL=REGEX"`` or a ``(label, regex)`` pair, e.g.
+    ``"order=ORD-[0-9]{6}"``: a match becomes ``<order#1>``, ``<order#2>``... in the order
+    distinct values first appear, as the built-in dates, uuids and provider ids do. The label
+    is a lowercase word. Results of every implementation are combined with the ini key
+    ``rollout_volatile`` and the marker's ``volatile=[...]``.
+    """
+
+
 def pytest_rollout_error_types(config: pytest.Config) -> Iterable[str] | None:
     """Return extra event types that the regression score counts as errors.
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 import pytest
 
 from ..diff.canonical import DEFAULT_OPTIONS, CanonicalOptions
+from ..diff.volatile import BUILTIN, Volatile
 from ..errors import RolloutError, RolloutWarning
 from ..format.files import WriteRoot
 from ..format.recorder import Recorder
@@ -99,7 +100,7 @@ class TestRuns:
     def redactor_for(self, mode: RedactionMode, hooks: HookSettings = _NO_HOOKS) -> Redactor:
         """The redactor of ``mode`` with the ini key's rules and what the test's hooks add
         (built once for each combination: compiling the rules is not free)."""
-        key = (mode, dataclasses.replace(hooks, ignore=(), rebuild=None))
+        key = (mode, dataclasses.replace(hooks, ignore=(), volatile=(), rebuild=None))
         found = self._redactors.get(key)
         if found is None:
             s = self.settings
@@ -156,8 +157,15 @@ class TestRuns:
         return marker.mode or (s.replay_mode if s.mode is Mode.RECORD else s.mode)
 
     def _options_for(self, marker: MarkerOptions, hooks: HookSettings) -> CanonicalOptions:
-        extra = [*self.settings.ignore, *marker.ignore, *hooks.ignore]
-        return DEFAULT_OPTIONS.extended(ignore_paths=extra, drop_keys=marker.drop_keys)
+        s = self.settings
+        extra = [*s.ignore, *marker.ignore, *hooks.ignore]
+        return DEFAULT_OPTIONS.extended(
+            ignore_paths=extra,
+            drop_keys=marker.drop_keys,
+            float_digits=s.float_digits,
+            volatile=_volatile_for(s, marker, hooks),
+            exact_paths=marker.exact,
+        )
 
     def _run_path(
         self, path: Path, run_id: str
@@ -345,6 +353,17 @@ class TestRuns:
             verbose = self.config.get_verbosity()
             item.stash[OUTCOME_KEY] = outcome_of(session, error, verbose=verbose)
         return item.stash[OUTCOME_KEY]
+
+
+def _volatile_for(settings: Settings, marker: MarkerOptions, hooks: HookSettings) -> Volatile:
+    """What the test renames: the built-in kinds unless its marker turns them off, and the
+    patterns the ini key, the marker and the test's hooks declare. The same rules rename the
+    run and its golden, and key its requests, so each test takes them whole at its start."""
+    said = BUILTIN if marker.volatile is None else marker.volatile
+    declared = (*settings.volatile, *said.declared, *hooks.volatile)
+    if not declared:
+        return said
+    return Volatile(said.builtin).with_declared(declared)
 
 
 def explain(left: object, right: object) -> list[str] | None:

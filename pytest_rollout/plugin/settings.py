@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,18 @@ import pytest
 
 from ..errors import RolloutError
 from ..replay.mode import Mode
-from .flags import CAPTURE_DIR_VARIABLE, HMAC_KEY_VARIABLE, NETWORK_POLICIES, REDACTION_MODES
+from .flags import (
+    CAPTURE_DIR_VARIABLE,
+    FLOAT_DIGITS,
+    HMAC_KEY_VARIABLE,
+    NETWORK_POLICIES,
+    REDACTION_MODES,
+)
+from .volatile_settings import hook_volatile, ini_volatile, marker_exact, marker_volatile
 
 if TYPE_CHECKING:  # start-up: what only a rollout test needs is imported when it is used
     from ..analysis.analyzer_options import AnalyzerOptions
+    from ..diff.volatile import Volatile
     from ..safety.redact import RedactionMode, Rule
     from ..sdk.pricing import Price
     from ..store.capture import CaptureLimits
@@ -30,13 +39,16 @@ __all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rul
 
 MARKER_DOC: Final = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
-    "replay=True, redact=None, analyzers=(), network=None): per-test settings of "
-    "pytest-rollout: the golden's file name, fields to leave out of the comparison, the replay "
-    "mode (dry or full), whether unconsumed recorded turns or tool results are allowed, "
-    "replay=False for tests whose providers and tools are deterministic fakes (run live, no "
-    "golden), the redaction mode (redacted, hashed, full or none), analyzers to turn on and "
-    "what a dry replay may connect to (loopback, sealed or open)"
+    "replay=True, redact=None, analyzers=(), network=None, volatile=True, exact=()): per-test "
+    "settings of pytest-rollout: the golden's file name, fields to leave out of the "
+    "comparison, the replay mode (dry or full), whether unconsumed recorded turns or tool "
+    "results are allowed, replay=False for tests whose providers and tools are deterministic "
+    "fakes (run live, no golden), the redaction mode (redacted, hashed, full or none), "
+    "analyzers to turn on, what a dry replay may connect to (loopback, sealed or open), "
+    "volatile=False to compare dates, uuids and provider ids as they are (or a list of "
+    "LABEL=REGEX patterns to rename as well), and exact=[paths] whose values are never renamed"
 )
+_WHOLE_NUMBER: Final = re.compile(r"[0-9]+")
 
 #: The ini key behind each analyzer option, for error messages.
 _ANALYZER_KEYS: Final = {
@@ -85,6 +97,10 @@ class Settings:
     given_capture_limits: CaptureLimits | None = None
     given_prices: Mapping[str, Price] | None = None
     given_analyzers: AnalyzerOptions | None = None
+    #: ``rollout_volatile``: the declared patterns, checked, as ``(label, regex)`` pairs.
+    volatile: tuple[tuple[str, str], ...] = ()
+    #: ``rollout_float_digits``, checked.
+    float_digits: int = FLOAT_DIGITS
 
     @property
     def redaction(self) -> RedactionMode:
@@ -160,6 +176,8 @@ class Settings:
             fail_unrecorded=_fail_unrecorded(config),
             network=_network(config),
             allow_hosts=tuple(str(h).strip() for h in config.getini("rollout_allow_hosts")),
+            volatile=ini_volatile(config),
+            float_digits=_float_digits(config),
         )
 
 
@@ -305,6 +323,18 @@ def _ignore(config: pytest.Config) -> tuple[str, ...]:
     return ignore
 
 
+def _float_digits(config: pytest.Config) -> int:
+    text = str(config.getini("rollout_float_digits")).strip()
+    if not text:
+        return FLOAT_DIGITS
+    if not _WHOLE_NUMBER.fullmatch(text):
+        raise pytest.UsageError(
+            f"rollout_float_digits must be a whole number of decimal places (0 or more), "
+            f"got {text!r}"
+        )
+    return int(text)
+
+
 def _analyzer_options(config: pytest.Config) -> AnalyzerOptions | None:
     """The analyzers the ini keys turn on, and their settings (``None``: none is set)."""
     if not _analyzers_set(config):
@@ -377,6 +407,11 @@ class MarkerOptions:
     redact: RedactionMode | None = None
     analyzers: frozenset[str] = frozenset()
     network: str | None = None
+    #: ``volatile=``: the built-in kinds on or off and the patterns it declares (``None``:
+    #: not said, the built-in kinds alone).
+    volatile: Volatile | None = None
+    #: ``exact=``: ``[TYPE:]path`` patterns whose values are compared as they are.
+    exact: tuple[str, ...] = ()
 
     @classmethod
     def check_keywords(cls, item: pytest.Item) -> None:
@@ -437,6 +472,8 @@ class MarkerOptions:
             redact=None if redact is None else RedactionMode(redact),
             analyzers=frozenset(analyzers),
             network=network,
+            volatile=marker_volatile(kwargs.get("volatile")),
+            exact=marker_exact(kwargs.get("exact")),
         )
 
 
@@ -448,6 +485,8 @@ class HookSettings:
     redact_rules: tuple[Rule, ...] = ()
     redact_keys: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    #: ``pytest_rollout_volatile``'s patterns, checked, as ``(label, regex)`` pairs.
+    volatile: tuple[tuple[str, str], ...] = ()
     #: ``pytest_rollout_rebuild_result`` as the engine calls it, when a plugin implements it.
     rebuild: Callable[[str, Any], Any] | None = None
 
@@ -470,7 +509,8 @@ class HookSettings:
             for found in hook.pytest_rollout_ignore(config=config, item=item)
             for p in found or ()
         ]
-        return cls(tuple(rules), tuple(keys), tuple(ignore), _rebuild_hook(hook))
+        volatile = hook_volatile(hook, config, item)
+        return cls(tuple(rules), tuple(keys), tuple(ignore), volatile, rebuild=_rebuild_hook(hook))
 
 
 def _rebuild_hook(hook: Any) -> Callable[[str, Any], Any] | None:
