@@ -74,7 +74,8 @@ def turn_row(repeat: int) -> tuple[float, float]:
         return run
 
     timings = {BUILTIN: bench_turns.Timings(), NOTHING: bench_turns.Timings()}
-    _alternating([recorded(BUILTIN), recorded(NOTHING)], repeat)
+    # A turn is short and the machine's noise is not: three sessions a repeat, each side.
+    _alternating([recorded(BUILTIN), recorded(NOTHING)], repeat * 3)
     last = bench_turns.TURNS - bench_turns.WINDOW + 1
     on, off = (t.median(t.turns, last, bench_turns.TURNS) for t in timings.values())
     return on, off

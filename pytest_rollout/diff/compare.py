@@ -310,7 +310,9 @@ def compare(
     """Compare run ``a`` (reference) with run ``b`` step by step.
 
     Provider tool-call ids of ``b`` are first renamed to ``a``'s, matched by position
-    (see :mod:`pytest_rollout.format.ids`): they are volatile names, not behaviour.
+    (see :mod:`pytest_rollout.format.ids`): they are volatile names, not behaviour. Runs
+    that differ as recorded are compared again with their volatile values renamed, when
+    either holds one from the first step that differs (:mod:`.volatile_runs`).
 
     An event whose data cannot be canonicalized raises, as canonicalizing every event
     would. Events found equal because they share their data object are not canonicalized
@@ -320,18 +322,19 @@ def compare(
     """
     from_json = isinstance(a, JsonEvents) and isinstance(b, JsonEvents)
     b = align_call_ids(a, b)
-    renamings = None
-    if options.volatile.active and (may_hold_volatile(a, options) or may_hold_volatile(b, options)):
-        a, originals_a, renaming_a = volatile_renamed(a, options)
-        b, originals_b, renaming_b = volatile_renamed(b, options)
-        renamings = (renaming_a, renaming_b)
     comparison = _compared(a, b, options, from_json)
-    if renamings is None:
+    first = comparison.first
+    if first is None or not options.volatile.active:
+        return comparison  # equal as recorded: equal renamed, as each run renames alike
+    if not (may_hold_volatile(a, first.step, options) or may_hold_volatile(b, first.step, options)):
         return comparison
+    a, originals_a, renaming_a = volatile_renamed(a, options)
+    b, originals_b, renaming_b = volatile_renamed(b, options)
+    comparison = _compared(a, b, options, from_json)
     first = comparison.first
     if first is not None:
         first = replace(first, **shown_as_recorded(first, {**originals_a, **originals_b}))
-    return Comparison(comparison.steps, first, renamings)
+    return Comparison(comparison.steps, first, (renaming_a, renaming_b))
 
 
 def _compared(

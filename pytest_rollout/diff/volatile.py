@@ -149,7 +149,7 @@ def _provider_id(buffer: bytes, end_of_prefix: int) -> VolatileMatch | None:
 def _builtin_matches(buffer: bytes) -> list[VolatileMatch]:
     found: list[VolatileMatch] = []
     end = 0
-    for hit in _DASH.finditer(buffer):
+    for hit in _DASH.finditer(buffer) if b"-" in buffer else ():
         if hit.start() >= end and (match := _at_dash(buffer, hit.start())) is not None:
             found.append(match)
             end = match.end

@@ -1,15 +1,17 @@
 """The two runs of a comparison with their volatile values renamed (see :mod:`.volatile`).
 
-Renaming numbers values by first appearance, so it walks a run in order, and a run that
-holds no volatile value must not pay for the walk. Each run is first looked at whole, its
-data encoded in one piece and scanned once; only a run that may hold one is walked, and
-each event that does is replaced by its canonical form, renamed. The comparison then runs
-as it does on any two runs, and the first divergence it reports shows the events as they
-were recorded.
+Renaming numbers values by first appearance, so it walks a run in order, and runs that
+hold no volatile value must not pay for the walk. Two runs are first compared as recorded:
+equal, they are equal renamed too (each renames alike). Otherwise only the part of each run
+from the first step that differs is looked at, its data encoded in one piece and scanned
+once; only runs that may hold a volatile value there are walked, each event that holds one
+replaced by its canonical form, renamed, and compared again. The first divergence then shows
+the events as they were recorded.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,11 +24,17 @@ from .volatile import Renaming
 __all__ = ["may_hold_volatile", "shown_as_recorded", "volatile_renamed"]
 
 
-def may_hold_volatile(events: Sequence[Event], options: CanonicalOptions) -> bool:
-    """Whether a run may hold a volatile value: its data encoded in one piece and looked at
-    in one scan (a run whose data cannot be encoded is looked at event by event)."""
+def may_hold_volatile(events: Sequence[Event], step: int, options: CanonicalOptions) -> bool:
+    """Whether a run may hold a volatile value from the first event at ``step`` or later on:
+    that part's data encoded in one piece and scanned once (a run whose data cannot be
+    encoded may hold one).
+
+    The steps before are the same in both runs (they compared equal as recorded), so each
+    run renames their values alike; only a value from ``step`` on can make the renamed
+    runs compare otherwise than the recorded ones."""
+    start = next((i for i, e in enumerate(events) if e.step >= step), len(events))
     try:
-        encoded = orjson.dumps([e.data for e in events])
+        encoded = orjson.dumps([e.data for e in itertools.islice(events, start, None)])
     except TypeError:
         return True
     return bool(options.volatile.matches(encoded))

@@ -88,7 +88,7 @@ class RequestHistory:
     digest is byte for byte :func:`request_hash` of the redacted request.
     """
 
-    __slots__ = ("_last", "_messages", "_names", "_redact", "_state", "_volatile")
+    __slots__ = ("_last", "_messages", "_names", "_plain_rest", "_redact", "_state", "_volatile")
 
     def __init__(
         self, redact: Callable[[Any], Any] | None = None, volatile: Volatile | None = None
@@ -99,6 +99,8 @@ class RequestHistory:
         self._state = hashlib.sha256(_OPEN)
         # The renaming of the previous request's messages (its values, numbered in order).
         self._names = Renaming(volatile) if volatile is not None else None
+        # The canonical bytes of the last params and tools found to hold no volatile value.
+        self._plain_rest: bytes | None = None
         # The tools and the params of the last request: their unredacted canonical bytes,
         # then those of their redacted form.
         self._last: dict[str, tuple[bytes, bytes]] = {}
@@ -136,7 +138,12 @@ class RequestHistory:
             end = state.copy()
             rest = b'],"params":' + self._part("params", params)
             rest += b',"tools":' + self._part("tools", tools) + b"}"
-            end.update(rest if names is None else names.rename(rest, keep=False))
+            if names is not None and rest != self._plain_rest:
+                renamed = names.rename(rest, keep=False)
+                if renamed is rest:  # no volatile value: the next request's is likely this one
+                    self._plain_rest = rest
+                rest = renamed
+            end.update(rest)
             digest = end.hexdigest()
         self._messages, self._state, self._names = messages, state, names
         return TurnRequest(list(fresh), tools, params, digest, self.key_volatile)
