@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_rollout.diff.canonical import DEFAULT_OPTIONS, canonicalize
 from pytest_rollout.diff.compare import compare
+from pytest_rollout.diff.drift import drift_report
 from pytest_rollout.diff.render import Labels, render_divergence
 from pytest_rollout.diff.volatile import BUILTIN, NOTHING, Renaming, Volatile, parse_declared
 from pytest_rollout.format.events import Event
@@ -255,3 +256,13 @@ def test_renaming_to_fresh_values_keeps_the_canonical_bytes_and_a_changed_relati
     broken = _runs(fresh, moved)
     assert keys != [e.key for e in canonicalize(broken)]
     assert not compare(golden, broken).identical
+
+
+def test_an_answer_that_only_says_another_date_is_the_same_outcome() -> None:
+    golden = run("2026-12-01", ORDER_A, ORDER_A)
+    later = run("2026-12-02", ORDER_B, ORDER_B)
+    golden[-1] = golden[-1]._replace(data={"outcome": "completed", "output": "Sent 2026-12-01"})
+    later[-1] = later[-1]._replace(data={"outcome": "completed", "output": "Sent 2026-12-02"})
+    assert drift_report(golden, later).outcome_diff == "identical"
+    later[-1] = later[-1]._replace(data={"outcome": "completed", "output": "Sent at 2026-12-02"})
+    assert drift_report(golden, later).outcome_diff == "changed"
