@@ -8,11 +8,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
-from command import python_m, run_command
+from command import diff, python_m, run_command, write_lines
 from hostile import EVIL, assert_printable
 
 from pytest_rollout.cli import main
@@ -78,22 +77,6 @@ def write_trip(path: Path, city: str = "Rome", *, fail: bool = False) -> Path:
     rec.close()
     assert rec.stats.write_errors == 0
     return path
-
-
-def write_lines(path: Path, *events: tuple[str, dict[str, Any]]) -> Path:
-    """A rollout file written by hand: (type, data) per line, with fixed ts and seq."""
-    lines = [
-        orjson.dumps({"ts": "2026-06-28T12:34:56.000000Z", "seq": i, "type": t, "data": d})
-        for i, (t, d) in enumerate(events)
-    ]
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    return path
-
-
-def diff(*args: str | Path) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(["diff", *map(str, args)], out=out)
-    return code, out.getvalue()
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
+from command import diff, write_lines
 
 from pytest_rollout.cli import main
 
@@ -19,24 +19,13 @@ ORDER = "order=ORD-[0-9]{6}"
 def write_run(path: Path, order: str, created_at: str, score: float) -> Path:
     """A run whose tool reports on an order: its id, when it was placed, and a score."""
     output: dict[str, Any] = {"order_id": order, "created_at": created_at, "score": score}
-    events = [
+    events: list[tuple[str, dict[str, Any]]] = [
         ("run.started", {}),
         ("llm.turn.started", {"step": 1}),
         ("tool.call.completed", {"step": 1, "name": "get_order", "output": output}),
         ("run.completed", {"step": 1}),
     ]
-    lines = [
-        orjson.dumps({"ts": "2026-06-28T12:34:56.000000Z", "seq": i, "type": t, "data": d})
-        for i, (t, d) in enumerate(events)
-    ]
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    return path
-
-
-def diff(*args: str | Path) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(["diff", *map(str, args)], out=out)
-    return code, out.getvalue()
+    return write_lines(path, *events)
 
 
 def divergence(out: str) -> str:
