@@ -307,7 +307,7 @@ class TestRuns:
 
     def _record_golden(self, item: pytest.Item, session: RolloutSession) -> None:
         report = item.stash.get(CALL_REPORT_KEY, None)
-        if report is None or not report.passed:
+        if report is None or not report.passed or session.engine.model_bypassed is not None:
             self.tally.not_recorded += 1
             return
         engine = session.engine

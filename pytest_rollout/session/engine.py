@@ -116,6 +116,8 @@ class Engine:
         )
         self._run: Rollout | None = None
         self._verdict: Verdict | None = None
+        #: The tool called before any model turn, when one was (:meth:`tool_before_turn`).
+        self.model_bypassed: str | None = None
 
     # -- the golden and its replay ------------------------------------------------
 
@@ -333,6 +335,14 @@ class Engine:
         self.record(RUN_STARTED, data)
         self._start_written = True
         self._audit_event(RUN_STARTED, data)
+
+    def tool_before_turn(self, name: str) -> None:
+        """The run's first tool call came before any model turn: the agent's model calls
+        do not go through the plugin (a client it did not build, a framework that ignores
+        the one it was given). Such a run has no turns to replay and cannot be written as
+        a golden; the test fails and says so (:attr:`model_bypassed`)."""
+        if self.model_bypassed is None:
+            self.model_bypassed = name
 
     def ensure_started(self) -> None:
         __tracebackhide__ = True  # a usage error: the traceback ends in the test

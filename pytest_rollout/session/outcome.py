@@ -62,12 +62,9 @@ def outcome_of(
     stands). ``error`` is what the test raised (``None``: it passed)."""
     if isinstance(error, REFUSALS):
         return TestOutcome((str(error),), How.REPLACES)
-    breaches = session.network_breaches
-    if breaches:  # raised, or swallowed by the agent: either way the replay was not sealed
-        lines = [str(breaches[0])]
-        if len(breaches) > 1:
-            lines.append(f"({len(breaches) - 1} more connection(s) were refused after it)")
-        return TestOutcome(tuple(lines), How.FAILS)
+    unwired = _unwired(session)
+    if unwired is not None:
+        return unwired
     failed = session.failed_comparison
     if failed is not None and isinstance(error, AssertionError) and _raised_in(error, failed.code):
         lines = render_verdict(failed.verdict, verbose=verbose)
@@ -88,6 +85,37 @@ def outcome_of(
     if error is None or caused_by_divergence(error):
         return TestOutcome(rendered, How.FAILS)
     return TestOutcome(rendered, How.BESIDE)
+
+
+def _unwired(session: RolloutSession) -> TestOutcome | None:
+    """A run that reached past the plugin fails, whatever the test did: its model calls
+    went around it, or a sealed replay refused a connection (raised, or swallowed by the
+    agent)."""
+    bypassed = session.engine.model_bypassed
+    if bypassed is not None:
+        return TestOutcome(bypass_lines(bypassed), How.FAILS)
+    breaches = session.network_breaches
+    if not breaches:
+        return None
+    lines = [str(breaches[0])]
+    if len(breaches) > 1:
+        lines.append(f"({len(breaches) - 1} more connection(s) were refused after it)")
+    return TestOutcome(tuple(lines), How.FAILS)
+
+
+def bypass_lines(tool: str) -> tuple[str, ...]:
+    """Why a run whose first tool call came before any model turn fails."""
+    return (
+        f"this run called the tool {sanitize(tool)} before pytest-rollout saw any model turn: "
+        "the agent's model",
+        "calls do not go through the plugin, so they were made live and cannot be replayed "
+        "(no golden is",
+        "written from this run). Build the model client with rollout.openai(), "
+        "rollout.anthropic(),",
+        "rollout.http_client() or rollout.provider() (docs/sdk-agents.md), and check that the "
+        "framework",
+        "uses the client it is given (docs/frameworks.md).",
+    )
 
 
 def _raised_in(error: BaseException, code: CodeType | None) -> bool:

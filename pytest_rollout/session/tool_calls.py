@@ -41,6 +41,8 @@ class RunSide(Protocol):
 
     def ensure_started(self) -> None: ...
 
+    def tool_before_turn(self, name: str) -> None: ...
+
     def record(self, event_type: str, data: Mapping[str, Any]) -> None: ...
 
     def record_encoded(self, event_type: str, payload: bytes) -> None: ...
@@ -97,6 +99,8 @@ class ToolCalls:
         if not self._started:
             run.ensure_started()
             self._started = True
+            if run.recorder.step == 0:  # no model turn came first: see Engine.tool_before_turn
+                run.tool_before_turn(name)
         data, payload = self._announced.started(name, bound)
         if payload is None:
             run.record(TOOL_CALL_STARTED, data)

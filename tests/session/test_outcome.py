@@ -103,6 +103,33 @@ def test_a_swallowed_divergence_fails_a_passing_test() -> None:
     assert outcome.lines[0].startswith("this run left its golden at step 1: tool_call_mismatch")
 
 
+@pytest.mark.parametrize("mode", [Mode.RECORD, Mode.LIVE])
+def test_a_tool_called_before_any_model_turn_fails_the_test_and_names_the_cause(
+    mode: Mode,
+) -> None:
+    session = new_session(mode)
+    tools = session.tools({"lookup": lambda city: {"city": city}})
+    with session.run(prompt="Weather in Paris?") as run:
+        run.output = tools["lookup"](city="Paris")  # the model was asked around the plugin
+    session.close()
+    assert session.engine.model_bypassed == "lookup"
+    outcome = outcome_of(session, None)
+    assert outcome is not None
+    assert outcome.how is How.FAILS
+    assert outcome.lines[0] == (
+        "this run called the tool lookup before pytest-rollout saw any model turn: the agent's "
+        "model"
+    )
+
+
+def test_a_tool_called_after_a_model_turn_is_the_usual_run() -> None:
+    session = new_session(Mode.RECORD)
+    scripted_agent(session, Scripted(scripted_turns()))
+    session.close()
+    assert session.engine.model_bypassed is None
+    assert outcome_of(session, None) is None
+
+
 def test_a_run_that_matches_its_golden_has_nothing_to_say() -> None:
     session = new_session(Mode.DRY, recorded())
     scripted_agent(session)

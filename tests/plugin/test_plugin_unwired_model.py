@@ -1,0 +1,53 @@
+"""A run whose model calls go around the plugin (a client it did not build, a framework that
+ignores the one it was given) fails the test in words, and writes no golden that could
+never replay: before, recording died at teardown with the loader's internal error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import pytest
+from plugin_agent import IN_PROCESS
+
+#: The agent's model is asked outside the plugin; only its tool is wrapped.
+UNWIRED_TEST: Final = """
+def lookup(q):
+    return {"answer": q.upper()}
+
+
+def ask_the_model_directly(question):
+    return "lookup"  # a client the plugin never saw
+
+
+def test_agent(rollout, golden):
+    tools = rollout.tools({"lookup": lookup})
+    with rollout.run(prompt="hi") as run:
+        ask_the_model_directly("hi")
+        run.output = tools["lookup"](q="paris")
+    assert rollout == golden
+"""
+
+
+def test_a_tool_called_before_any_model_turn_fails_and_writes_no_golden(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_unwired=UNWIRED_TEST)
+    result = pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", "--rollout-record")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "this run called the tool lookup before pytest-rollout saw any model turn: the "
+            "agent's model",
+            "calls do not go through the plugin, so they were made live and cannot be replayed "
+            "(no golden is",
+            "written from this run). Build the model client with rollout.openai(), "
+            "rollout.anthropic(),",
+            "rollout.http_client() or rollout.provider() (docs/sdk-agents.md), and check that "
+            "the framework",
+            "uses the client it is given (docs/frameworks.md).",
+            "0 golden(s) written (0 created, 0 updated), 0 unchanged, 1 not recorded (test failed)",
+        ]
+    )
+    assert "RolloutFormatError" not in result.stdout.str()
+    assert not Path(pytester.path, "golden").exists()
