@@ -123,6 +123,9 @@ def _check_lines(path: str, report: IntegrityReport, verification: Verification)
         call = "(no id)" if m.call_id is None else sanitize(m.call_id)
         line = "?" if m.line is None else m.line
         lines.append(f"  step {m.step}, call {call} (line {line}): {sanitize(m.reason)}")
+    for m in report.text_calls:
+        line = "?" if m.line is None else m.line
+        lines.append(f"  note: step {m.step}, call (no id) (line {line}): {sanitize(m.reason)}")
     lines.append(f"  receipt: {verification.summary()}")
     if _receipt_failed(verification):
         lines.append(f"  to accept the file as it is now: rollout seal {_shell(path)}")

@@ -115,6 +115,9 @@ class IntegrityReport:
     events: int
     steps: int
     mismatches: tuple[Mismatch, ...]
+    #: Calls a turn announced in its text, not as structured calls (a ReAct or code agent):
+    #: they have no id to check, and break no rule.
+    text_calls: tuple[Mismatch, ...] = ()
 
     @property
     def matched(self) -> bool:
@@ -126,6 +129,7 @@ class IntegrityReport:
             "steps": self.steps,
             "matched": self.matched,
             "mismatches": [m.to_json_obj() for m in self.mismatches],
+            "text_calls": [m.to_json_obj() for m in self.text_calls],
         }
 
 
@@ -180,6 +184,7 @@ class _Checker:
         self.unrecorded: list[UnrecordedCall] = []
         self.candidates: list[tuple[Event, Any, Any]] = []  # (turn, id, name)
         self.seen: set[bytes] = set()  # the call ids of every tool event
+        self.text_calls: list[Mismatch] = []  # calls the turn before announced in its text
 
     def close_turn(self) -> None:
         """The calls the current turn announced that no start answered are unrecorded,
@@ -233,6 +238,15 @@ class _Checker:
             call = _Started(event)
             self.unnamed.append(call)
             self.open_unnamed.setdefault(_key(data.get("name")), deque()).append(call)
+            if self.announced_in_text():
+                turn = self.turn
+                assert turn is not None
+                reason = (
+                    f"announced in the text of the step {turn.step} turn ({_where(turn)}), "
+                    f"which has no structured calls: replay matches it by tool and arguments"
+                )
+                self.text_calls.append(Mismatch(event.step, None, event.line, reason))
+                return
             self.flag(event, None, "not announced: the call has no call_id (it is null)")
             return
         key = _key(call_id)
@@ -246,6 +260,15 @@ class _Checker:
             return
         self.started[key] = _Started(event)
         self.compare_with_announcement(event, key, call_id)
+
+    def announced_in_text(self) -> bool:
+        """Whether the turn before a call with no id announced its calls in its text: it
+        says something and announces no structured call (a ReAct or code agent)."""
+        turn = self.turn
+        if turn is None or self.announced or turn.data.get("tool_calls"):
+            return False
+        content = turn.data.get("content")
+        return isinstance(content, str) and bool(content.strip())
 
     def made(self, call_id: Any, name: Any) -> None:
         """A start answers the waiting call with its id, else the first one of its tool
@@ -385,4 +408,5 @@ def check(events: Sequence[Event]) -> IntegrityReport:
         events=len(events),
         steps=events[-1].step if events else 0,
         mismatches=checker.mismatches,
+        text_calls=tuple(checker.text_calls),
     )

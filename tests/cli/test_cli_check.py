@@ -187,6 +187,7 @@ def test_json_output(good: Path, broken: Path) -> None:
                 "steps": 3,
                 "matched": True,
                 "mismatches": [],
+                "text_calls": [],
                 "receipt": no_receipt(good),
             },
             {
@@ -223,6 +224,7 @@ def test_json_output(good: Path, broken: Path) -> None:
                         "this call_id follows",
                     },
                 ],
+                "text_calls": [],
                 "receipt": no_receipt(broken),
             },
         ]
@@ -240,6 +242,7 @@ def test_json_of_a_matched_file(good: Path) -> None:
             "steps": 3,
             "matched": True,
             "mismatches": [],
+            "text_calls": [],
             "receipt": no_receipt(good),
         }
     ]
@@ -385,3 +388,23 @@ def test_python_dash_m(good: Path, broken: Path) -> None:
     done = python_m("check", str(good), str(broken))
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout == check(good, broken)[1]
+
+
+def test_a_run_whose_calls_are_announced_in_text_matches_with_a_note(tmp_path: Path) -> None:
+    recorder = Recorder()
+    recorder.emit("run.started", {})
+    recorder.emit("llm.turn.started", {"messages": [{"role": "user", "content": "Weather?"}]})
+    recorder.emit("llm.turn.completed", {"content": 'Action: get_weather({"city": "Paris"})'})
+    recorder.emit("tool.call.started", {"call_id": None, "name": "get_weather", "arguments": {}})
+    recorder.emit("tool.call.completed", {"call_id": None, "name": "get_weather", "output": 1})
+    recorder.emit("run.completed", {"outcome": "completed"})
+    path = tmp_path / "react.jsonl"
+    path.write_bytes(recorder.getvalue())
+    assert check(path) == (
+        0,
+        f"{path}: matched\n"
+        "  events replayed: 6, steps: 1\n"
+        "  note: step 1, call (no id) (line 4): announced in the text of the step 1 turn "
+        "(line 3), which has no structured calls: replay matches it by tool and arguments\n"
+        "  receipt: none\n",
+    )

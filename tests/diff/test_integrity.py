@@ -438,6 +438,7 @@ def test_json_shape() -> None:
                 "reason": "not announced by the turn before it (step 1, line 2)",
             }
         ],
+        "text_calls": [],
     }
     assert Mismatch(2, None, None, "why").to_json_obj() == {
         "step": 2,
@@ -530,3 +531,42 @@ def test_dropping_a_call_event_is_always_found(body: list[Line], data: st.DataOb
     expected = "completed without a start" if kind == "tool.call.started" else "started but never"
     assert [m.call_id for m in report.mismatches] == [dropped["call_id"]]
     assert report.mismatches[0].reason.startswith(expected)
+
+
+# -- calls announced in text ---------------------------------------------------------------
+
+
+def text_turn(step: int, content: str | None) -> Line:
+    """A turn that names its call in its text (a ReAct or code agent), with no structured one."""
+    return ("llm.turn.completed", {"step": step, "content": content, "tool_calls": None})
+
+
+def test_a_call_announced_in_text_is_a_note_not_a_mismatch() -> None:
+    events = rollout(
+        text_turn(1, 'Thought: I need the weather.\nAction: get_weather({"city": "Paris"})'),
+        started(1, None, city="Paris"),
+        completed(1, None),
+    )
+    report = check(events)
+    assert report.matched
+    assert [(m.step, m.call_id, m.line, m.reason) for m in report.text_calls] == [
+        (
+            1,
+            None,
+            3,
+            "announced in the text of the step 1 turn (line 2), which has no structured "
+            "calls: replay matches it by tool and arguments",
+        )
+    ]
+    assert report.to_json_obj()["text_calls"][0]["line"] == 3
+
+
+@pytest.mark.parametrize("content", ["", "   ", None])
+def test_a_call_with_no_id_after_a_turn_that_says_nothing_is_still_a_mismatch(
+    content: str | None,
+) -> None:
+    events = rollout(text_turn(1, content), started(1, None), completed(1, None))
+    assert found(check(events)) == [
+        (1, None, 3, "not announced: the call has no call_id (it is null)"),
+    ]
+    assert check(events).text_calls == ()
