@@ -419,6 +419,13 @@ def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
     )
 
 
+#: The roles whose messages instruct the model (OpenAI's newer models call it ``developer``).
+_SYSTEM_ROLES: Final = frozenset({"system", "developer"})
+#: The request parameters that carry the instructions (Anthropic's ``system``, the
+#: Responses API's ``instructions``).
+_SYSTEM_PARAMS: Final = ("system", "instructions")
+
+
 def _system_prompt_hash(events: Sequence[Event], volatile: Volatile) -> str | None:
     request = _first(events, LLM_TURN_STARTED)
     if request is None:
@@ -427,8 +434,11 @@ def _system_prompt_hash(events: Sequence[Event], volatile: Volatile) -> str | No
     system = [
         m.get("content")
         for m in (messages if isinstance(messages, list) else ())
-        if isinstance(m, Mapping) and m.get("role") == "system"
+        if isinstance(m, Mapping) and m.get("role") in _SYSTEM_ROLES
     ]
+    params = request.data.get("params")
+    if isinstance(params, Mapping):
+        system.extend(params[key] for key in _SYSTEM_PARAMS if params.get(key) is not None)
     if not system:
         return None
     return hashlib.sha256(Renaming(volatile).rename(canonical_bytes(system))).hexdigest()

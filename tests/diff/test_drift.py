@@ -27,6 +27,8 @@ def run(
     tools: tuple[str, ...] = ("weather",),
     schema: str = "string",
     system: str = SYSTEM,
+    role: str = "system",
+    params: dict[str, Any] | None = None,
     output: Any = None,
     weather: Any = None,
     fail: bool = False,
@@ -38,8 +40,9 @@ def run(
     r.emit(
         "llm.turn.started",
         {
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": "?"}],
+            "messages": [{"role": role, "content": system}, {"role": "user", "content": "?"}],
             "tools": [{"name": "weather", "parameters": {"city": schema}}],
+            **({} if params is None else {"params": params}),
         },
     )
     call = {"id": "c1", "name": "weather", "arguments": {"city": city}}
@@ -177,11 +180,27 @@ def test_a_run_started_apart_is_headed_by_its_setup_mismatch_before_replay_s() -
         (run(schema="enum", city="Lyon"), "the tool schemas sent to the model changed"),
         (run(system="Be brief.", city="Lyon"), "the system prompt changed (sha256 "),
         (
+            run(role="developer", system="Be brief.", city="Lyon"),
+            "the system prompt changed (sha256 ",
+        ),
+        (
+            run(params={"system": "Answer in French."}, city="Lyon"),
+            "the system prompt changed (sha256 ",
+        ),
+        (
             run(weather={"temperature": {"c": 18}}, answer="19C"),
             "tool weather returned a differently shaped result at step 1",
         ),
     ],
-    ids=["model", "tool-set", "tool-schema", "system-prompt", "result-shape"],
+    ids=[
+        "model",
+        "tool-set",
+        "tool-schema",
+        "system-prompt",
+        "developer-prompt",
+        "system-param",
+        "result-shape",
+    ],
 )
 def test_likely_causes_come_from_evidence(b: tuple[Event, ...], cause: str) -> None:
     causes = drift_report(GOLDEN, b).likely_causes
@@ -353,3 +372,9 @@ def test_tools_and_names_of_the_wrong_type_do_not_break_the_report() -> None:
     report = drift_report(events(0, ["x"], "a"), events(["a"], ["x"], "b"))
     assert report.comparison.first is not None
     assert report.to_json_obj()["likely_causes"] == []
+
+
+def test_a_system_prompt_that_only_says_another_date_has_not_changed() -> None:
+    golden = run(system="Today is 2026-12-01.", city="Paris")
+    later = run(system="Today is 2026-12-02.", city="Lyon")
+    assert drift_report(golden, later).likely_causes == ()
