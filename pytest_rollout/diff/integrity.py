@@ -24,7 +24,13 @@ from typing import Any, Final
 
 import orjson
 
-from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
+from ..format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+    Event,
+)
 from .canonical import arguments_hash, canonical_bytes
 from .text import value_text
 
@@ -33,6 +39,7 @@ __all__ = [
     "Mismatch",
     "UnrecordedCall",
     "check",
+    "forced_function",
     "framework_call",
     "unrecorded_calls",
     "unrecorded_text",
@@ -42,6 +49,20 @@ __all__ = [
 #: tool and the Agents SDK's handoffs (their default names). They are never "unrecorded".
 _FRAMEWORK_NAMES: Final = frozenset({"final_result"})
 _FRAMEWORK_PREFIXES: Final = ("final_result_", "transfer_to_")
+
+
+def forced_function(params: Any) -> str | None:
+    """The function a request forces the model to call (its ``tool_choice``: OpenAI's
+    ``{"type": "function", "function": {"name": ...}}`` or ``{"type": "function", "name":
+    ...}``, Anthropic's ``{"type": "tool", "name": ...}``), if any. A forced call is how
+    structured output is asked for (instructor's tools mode, ``pydantic_function_tool``):
+    the SDK turns it into the response, and no tool runs."""
+    choice = params.get("tool_choice") if isinstance(params, Mapping) else None
+    if not isinstance(choice, Mapping) or choice.get("type") not in ("function", "tool"):
+        return None
+    inner = choice.get("function")
+    name = inner.get("name") if isinstance(inner, Mapping) else choice.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 def framework_call(name: Any) -> bool:
@@ -185,6 +206,7 @@ class _Checker:
         self.candidates: list[tuple[Event, Any, Any]] = []  # (turn, id, name)
         self.seen: set[bytes] = set()  # the call ids of every tool event
         self.text_calls: list[Mismatch] = []  # calls the turn before announced in its text
+        self.forced: dict[int, str] = {}  # the function each step's request forces, if any
 
     def close_turn(self) -> None:
         """The calls the current turn announced that no start answered are unrecorded,
@@ -193,7 +215,7 @@ class _Checker:
         if turn is None:
             return
         for call_id, name in self.waiting.values():
-            if not framework_call(name):
+            if not framework_call(name) and name != self.forced.get(turn.step):
                 self.candidates.append((turn, call_id, name))
         self.waiting = {}
 
@@ -209,6 +231,12 @@ class _Checker:
     def flag(self, event: Event, call_id: Any, reason: str) -> None:
         mismatch = Mismatch(event.step, _id_text(call_id), event.line, reason)
         self.found.append((event.seq, len(self.found), mismatch))
+
+    def on_request(self, event: Event) -> None:
+        """A model request: the function it forces answers itself (structured output)."""
+        forced = forced_function(event.data.get("params"))
+        if forced is not None:
+            self.forced[event.step] = forced
 
     def on_turn(self, event: Event) -> None:
         self.close_turn()
@@ -381,7 +409,9 @@ def _walk(events: Sequence[Event]) -> _Checker:
     checker = _Checker()
     for event in events:
         kind = event.type
-        if kind == LLM_TURN_COMPLETED:
+        if kind == LLM_TURN_STARTED:
+            checker.on_request(event)
+        elif kind == LLM_TURN_COMPLETED:
             checker.on_turn(event)
         elif kind == TOOL_CALL_STARTED:
             checker.on_started(event)

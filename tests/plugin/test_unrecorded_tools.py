@@ -168,3 +168,40 @@ def test_a_call_never_made_before_the_next_turn_is_unrecorded_but_not_the_last_t
     calls = unrecorded_calls(loads(recorder.getvalue()).events)
     assert [(c.name, c.call_id, c.step) for c in calls] == [("lookup", "c2", 1)]
     assert "rollout.tools([lookup])" in unrecorded_text(calls)
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        {"type": "function", "function": {"name": "UserInfo"}},  # Chat Completions
+        {"type": "function", "name": "UserInfo"},  # the Responses API
+        {"type": "tool", "name": "UserInfo"},  # Anthropic
+    ],
+)
+def test_a_forced_function_is_structured_output_not_an_unrecorded_tool(
+    choice: dict[str, object],
+) -> None:
+    """instructor's tools mode and ``pydantic_function_tool`` force one function and read
+    its arguments as the answer: no tool runs, and nothing is left unrecorded."""
+    recorder = Recorder()
+    recorder.emit(RUN_STARTED, {})
+    for attempt in ("c1", "c2"):  # a validation retry asks again: the first call is not made
+        params = {"tool_choice": choice}
+        recorder.emit(LLM_TURN_STARTED, {"messages": [], "params": params, "messages_hash": "h"})
+        call = {"id": attempt, "name": "UserInfo", "arguments": {"name": "Ada"}}
+        recorder.emit(LLM_TURN_COMPLETED, {"content": None, "tool_calls": [call]})
+    recorder.emit(RUN_COMPLETED, {"outcome": "completed"})
+    assert unrecorded_calls(loads(recorder.getvalue()).events) == []
+
+
+def test_a_call_of_another_function_than_the_forced_one_is_still_unrecorded() -> None:
+    recorder = Recorder()
+    recorder.emit(RUN_STARTED, {})
+    params = {"tool_choice": {"type": "function", "function": {"name": "UserInfo"}}}
+    recorder.emit(LLM_TURN_STARTED, {"messages": [], "params": params, "messages_hash": "h"})
+    call = {"id": "c1", "name": "delete_file", "arguments": {}}
+    recorder.emit(LLM_TURN_COMPLETED, {"content": None, "tool_calls": [call]})
+    _turn(recorder)
+    recorder.emit(RUN_COMPLETED, {"outcome": "completed"})
+    calls = unrecorded_calls(loads(recorder.getvalue()).events)
+    assert [(c.name, c.step) for c in calls] == [("delete_file", 1)]
