@@ -210,7 +210,14 @@ class TestRuns:
         )
         golden: LoadedGolden | None = None
         if mode.replays_tools:
-            golden = self.store.open(path, mode, test_id=item.nodeid, redactor=redactor)
+            unrecorded = marker.unrecorded_tools
+            golden = self.store.open(
+                path,
+                mode,
+                test_id=item.nodeid,
+                redactor=redactor,
+                fail_unrecorded=None if unrecorded is None else unrecorded == "fail",
+            )
             self.tally.resealed += golden.resealed
         recorder = Recorder(run_path, redactor=redactor, max_file_bytes=budget, root=run_root)
         audit = None if self.plugin.audit is None else self.plugin.audit.sink

@@ -39,7 +39,8 @@ __all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rul
 
 MARKER_DOC: Final = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
-    "replay=True, redact=None, analyzers=(), network=None, volatile=True, exact=()): per-test "
+    "replay=True, redact=None, analyzers=(), network=None, volatile=True, exact=(), "
+    "unrecorded_tools=None): per-test "
     "settings of pytest-rollout: the golden's file name, fields to leave out of the "
     "comparison, the replay mode (dry or full), whether unconsumed recorded turns or tool "
     "results are allowed, replay=False for tests whose providers and tools are deterministic "
@@ -412,6 +413,9 @@ class MarkerOptions:
     volatile: Volatile | None = None
     #: ``exact=``: ``[TYPE:]path`` patterns whose values are compared as they are.
     exact: tuple[str, ...] = ()
+    #: ``unrecorded_tools=``: ``"fail"`` or ``"warn"`` for this test's dry replay of a golden
+    #: with unrecorded tool calls (``None``: the ini key's).
+    unrecorded_tools: str | None = None
 
     @classmethod
     def check_keywords(cls, item: pytest.Item) -> None:
@@ -462,6 +466,12 @@ class MarkerOptions:
                 f"@pytest.mark.rollout(network=...) must be one of "
                 f"{', '.join(NETWORK_POLICIES)}, got {network!r}"
             )
+        unrecorded = kwargs.get("unrecorded_tools")
+        if unrecorded is not None and unrecorded not in ("fail", "warn"):
+            raise RolloutError(
+                f"@pytest.mark.rollout(unrecorded_tools=...) must be 'fail' or 'warn', "
+                f"got {unrecorded!r}"
+            )
         return cls(
             golden=None if golden is None else str(golden),
             ignore=tuple(kwargs.get("ignore", ())),
@@ -474,6 +484,7 @@ class MarkerOptions:
             network=network,
             volatile=marker_volatile(kwargs.get("volatile")),
             exact=marker_exact(kwargs.get("exact")),
+            unrecorded_tools=unrecorded,
         )
 
 

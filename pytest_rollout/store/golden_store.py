@@ -125,9 +125,19 @@ class GoldenStore:
 
     # -- before a replay ---------------------------------------------------------------
 
-    def open(self, path: Path, mode: Mode, *, test_id: str, redactor: Redactor) -> LoadedGolden:
+    def open(
+        self,
+        path: Path,
+        mode: Mode,
+        *,
+        test_id: str,
+        redactor: Redactor,
+        fail_unrecorded: bool | None = None,
+    ) -> LoadedGolden:
         """The golden at ``path`` for the test ``test_id`` to replay in ``mode`` (dry or
-        full). Never raises: a golden that cannot be replayed comes back with its error."""
+        full). Never raises: a golden that cannot be replayed comes back with its error.
+        ``fail_unrecorded`` is this test's own policy for unrecorded tool calls (``None``:
+        the store's)."""
         if not mode.replays_tools:
             raise ValueError(f"a golden is replayed in dry or full mode, not {mode.value}")
         shown = self.show(path)
@@ -139,7 +149,8 @@ class GoldenStore:
         try:
             golden = self._verified(path, shown, test_id, redactor)
             if mode is Mode.DRY:
-                self._refuse_unrecorded(golden, test_id)
+                fail = self.fail_unrecorded if fail_unrecorded is None else fail_unrecorded
+                self._refuse_unrecorded(golden, test_id, fail)
         except RolloutError as exc:
             return LoadedGolden(path, shown, error=exc)
         return golden
@@ -159,20 +170,21 @@ class GoldenStore:
             write_receipt(path, seal)
         return LoadedGolden(path, shown, reference, resealed=edited)
 
-    def _refuse_unrecorded(self, golden: LoadedGolden, test_id: str) -> None:
+    def _refuse_unrecorded(self, golden: LoadedGolden, test_id: str, fail: bool) -> None:
         """A golden whose tool calls were not recorded: a dry replay would run those tools
-        live, so it is refused (``fail_unrecorded``) or warned about."""
+        live, so it is refused (``fail``) or warned about."""
         calls = unrecorded_calls(golden.require().events)
         if not calls:
             return
         text = f"{golden.shown}: {unrecorded_text(calls)}"
-        if not self.fail_unrecorded:
+        if not fail:
             warnings.warn(RolloutWarning(text), stacklevel=2)
             return
         raise UnrecordedToolsError(
             f"{text}\nThis dry replay would run them live, so it stops here. Wrap them, then "
             f"re-record: pytest --rollout-record {shlex.quote(test_id)} (or set "
-            f"rollout_unrecorded_tools = warn to let them run live)"
+            f'rollout_unrecorded_tools = warn, or @pytest.mark.rollout(unrecorded_tools="warn") '
+            f"on this test, to let them run live)"
         )
 
     # -- after a recording ---------------------------------------------------------------

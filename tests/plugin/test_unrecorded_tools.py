@@ -129,9 +129,18 @@ def test_recording_warns_naming_the_unwrapped_tool_and_replay_fails_with_the_sam
             "golden/test_unwrapped_weather/test_weather.jsonl: " + _glob(TEXT),
             "This dry replay would run them live, so it stops here. Wrap them, then re-record: "
             "pytest --rollout-record test_unwrapped_weather.py::test_weather (or set "
-            "rollout_unrecorded_tools = warn to let them run live)",
+            'rollout_unrecorded_tools = warn, or @pytest.mark.rollout(unrecorded_tools="warn") '
+            "on this test, to let them run live)",
         ]
     )
+
+    marked = UNWRAPPED.replace(
+        "def test_weather(", '@pytest.mark.rollout(unrecorded_tools="warn")\ndef test_weather('
+    )
+    pytester.makepyfile(test_unwrapped_weather="import pytest\n" + marked)
+    warned_here = _run(pytester)
+    warned_here.assert_outcomes(passed=1, warnings=1)
+    pytester.makepyfile(test_unwrapped_weather=UNWRAPPED)
 
     pytester.makeini("[pytest]\nrollout_unrecorded_tools = warn\n")
     warned = _run(pytester)
@@ -147,6 +156,24 @@ def test_a_bad_unrecorded_tools_value_is_a_usage_error(pytester: pytest.Pytester
     result = _run(pytester)
     result.stderr.fnmatch_lines(
         ["*rollout_unrecorded_tools must be fail or warn, got 'sometimes'*"]
+    )
+
+
+def test_a_bad_unrecorded_tools_marker_value_fails_that_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_marked="""
+import pytest
+
+
+@pytest.mark.rollout(unrecorded_tools="sometimes")
+def test_marked(rollout):
+    pass
+"""
+    )
+    result = _run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.rollout(unrecorded_tools=...) must be 'fail' or 'warn', got 'sometimes'*"]
     )
 
 
