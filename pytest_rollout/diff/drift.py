@@ -403,7 +403,23 @@ def _model_change(a: Sequence[Event], b: Sequence[Event], step: int) -> str | No
         return None
     if [*map(model_family, asked_a)] == [*map(model_family, asked_b)]:
         return None
-    return f"the model changed: {', '.join(asked_a)} in a, {', '.join(asked_b)} in b"
+    return f"the model changed: {', '.join(asked_a)} -> {', '.join(asked_b)}"
+
+
+def _tool_set_change(a: Sequence[Event], b: Sequence[Event]) -> str:
+    """``the set of tools changed: get_time dropped, search added``: which tools the run
+    offers that its reference did not, and the other way round."""
+    names_a, names_b = (_tool_names(run) for run in (a, b))
+    parts = [f"{', '.join(sorted(names_a - names_b))} dropped"] if names_a - names_b else []
+    if names_b - names_a:
+        parts.append(f"{', '.join(sorted(names_b - names_a))} added")
+    return "the set of tools changed" + (f": {'; '.join(parts)}" if parts else "")
+
+
+def _tool_names(events: Sequence[Event]) -> set[str]:
+    started = _first(events, RUN_STARTED)
+    names = None if started is None else started.data.get("tools")
+    return set(map(str, names)) if isinstance(names, list) else set()
 
 
 def _tool_schemas(events: Sequence[Event]) -> tuple[bytes | None, bytes | None]:
@@ -478,7 +494,7 @@ def likely_causes(
     names_a, schemas_a = _tool_schemas(a)
     names_b, schemas_b = _tool_schemas(b)
     if names_a is not None and names_b is not None and names_a != names_b:
-        causes.append("the set of tools changed")
+        causes.append(_tool_set_change(a, b))
     elif schemas_a is not None and schemas_b is not None and schemas_a != schemas_b:
         causes.append("the tool schemas sent to the model changed")
     prompt_a, prompt_b = _system_prompt_hash(a, volatile), _system_prompt_hash(b, volatile)

@@ -174,9 +174,16 @@ def test_a_run_started_apart_is_headed_by_its_setup_mismatch_before_replay_s() -
     [
         (
             run(model="m-2", city="Lyon"),
-            "the model changed: m-1 in a, m-2 in b",
+            "the model changed: m-1 -> m-2",
         ),
-        (run(tools=("weather", "search"), city="Lyon"), "the set of tools changed"),
+        (
+            run(tools=("weather", "search"), city="Lyon"),
+            "the set of tools changed: search added",
+        ),
+        (
+            run(tools=("forecast",), city="Lyon"),
+            "the set of tools changed: weather dropped; forecast added",
+        ),
         (run(schema="enum", city="Lyon"), "the tool schemas sent to the model changed"),
         (run(system="Be brief.", city="Lyon"), "the system prompt changed (sha256 "),
         (
@@ -195,6 +202,7 @@ def test_a_run_started_apart_is_headed_by_its_setup_mismatch_before_replay_s() -
     ids=[
         "model",
         "tool-set",
+        "tool-renamed",
         "tool-schema",
         "system-prompt",
         "developer-prompt",
@@ -231,9 +239,7 @@ def test_a_dated_version_of_the_same_model_is_not_a_model_change(
 def test_another_requested_model_is_a_model_change() -> None:
     golden = run(model="gpt-4o-mini", version="gpt-4o-mini-2024-07-18")
     b = run(model="gpt-4o", version="gpt-4o-2024-08-06", city="Lyon")
-    assert drift_report(golden, b).likely_causes == (
-        "the model changed: gpt-4o-mini in a, gpt-4o in b",
-    )
+    assert drift_report(golden, b).likely_causes == ("the model changed: gpt-4o-mini -> gpt-4o",)
 
 
 def _requested(model: str | None, version: str) -> tuple[Event, ...]:
@@ -261,12 +267,12 @@ def _requested(model: str | None, version: str) -> tuple[Event, ...]:
             ("gpt-4o-mini", "gpt-4o-mini-2025-01-01"),
             None,
         ),
-        (("gpt-4o-mini", "gpt-4o-mini"), ("gpt-4.1", "gpt-4.1"), "gpt-4o-mini in a, gpt-4.1 in b"),
+        (("gpt-4o-mini", "gpt-4o-mini"), ("gpt-4.1", "gpt-4.1"), "gpt-4o-mini -> gpt-4.1"),
         ((None, "gpt-4o-mini-2024-07-18"), (None, "gpt-4o-mini"), None),
         (
             (None, "gpt-4o-mini-2024-07-18"),
             (None, "gpt-4o-2024-08-06"),
-            "gpt-4o-mini-2024-07-18 in a",
+            "gpt-4o-mini-2024-07-18 -> ",
         ),
     ],
     ids=["params-same-family", "params-other-model", "answered-same-family", "answered-other"],
@@ -295,7 +301,7 @@ def test_rollout_diff_names_a_model_change_only_for_another_model(tmp_path: Path
     assert "Likely cause" not in out.getvalue()
     out = io.StringIO()
     assert main(["diff", a, other], out=out) == 1
-    assert "Likely cause: the model changed: gpt-4o-mini in a, gpt-4o in b\n" in out.getvalue()
+    assert "Likely cause: the model changed: gpt-4o-mini -> gpt-4o\n" in out.getvalue()
 
 
 @pytest.mark.parametrize(
