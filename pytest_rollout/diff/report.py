@@ -27,7 +27,14 @@ from .render import (
 )
 from .text import format_cost
 
-__all__ = ["CLI_LABELS", "TEST_LABELS", "render_headline", "render_verdict", "score_sentence"]
+__all__ = [
+    "CLI_LABELS",
+    "TEST_LABELS",
+    "render_headline",
+    "render_summary",
+    "render_verdict",
+    "score_sentence",
+]
 
 #: A test's run against its golden.
 TEST_LABELS: Final = Labels(a="golden", b="this run", owned=True)
@@ -46,6 +53,19 @@ def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
     """The report's first line: where this run left its reference run, what kind of
     divergence that was, and whose it is."""
     return _headline(verdict.headline, labels)
+
+
+def render_summary(verdict: Verdict, labels: Labels = LABELS) -> str:
+    """The report in one line, the kind first (``tool_call_mismatch at step 2 (attributed to
+    the agent): this run left its golden``): what a short test summary, cut to the
+    terminal's width, still shows."""
+    headline = verdict.headline
+    if headline is None:
+        return _headline(None, labels)
+    return (
+        f"{headline.kind.value} at step {headline.step} (attributed to the "
+        f"{headline.attribution}): {labels.b} left {labels.reference}"
+    )
 
 
 def _headline(headline: Divergence | None, labels: Labels) -> str:

@@ -230,7 +230,7 @@ class RolloutPlugin:
         text = outcome.text
         if outcome.asserted and excinfo is not None:
             text = self._whole(outcome.lines, excinfo)
-        _stand_in(report, RolloutRepr(text, outcome.lines[0]))
+        _stand_in(report, RolloutRepr(text, outcome.summary or outcome.lines[0]))
 
     def _whole(self, lines: Sequence[str], excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         """A report in place of pytest's explanation, which pytest cuts to a few lines

@@ -15,7 +15,7 @@ from types import CodeType, TracebackType
 from typing import Final
 
 from ..diff.divergence import caused_by_divergence
-from ..diff.report import render_verdict
+from ..diff.report import render_summary, render_verdict
 from ..errors import RolloutError
 from ..safety.sanitize import sanitize
 from ..store.golden import GoldenEditedError, GoldenMissingError, UnrecordedToolsError
@@ -49,6 +49,8 @@ class TestOutcome:
     lines: tuple[str, ...]
     how: How
     asserted: bool = False
+    #: The outcome in one line for the short test summary (``None``: its first line).
+    summary: str | None = None
 
     @property
     def text(self) -> str:
@@ -68,7 +70,8 @@ def outcome_of(
     failed = session.failed_comparison
     if failed is not None and isinstance(error, AssertionError) and _raised_in(error, failed.code):
         lines = render_verdict(failed.verdict, verbose=verbose)
-        return TestOutcome(tuple(lines), How.REPLACES, asserted=True)
+        summary = render_summary(failed.verdict)
+        return TestOutcome(tuple(lines), How.REPLACES, asserted=True, summary=summary)
     engine = session.engine
     if not engine.replay_started or (error is None and not engine.divergences()):
         return None
@@ -83,7 +86,7 @@ def outcome_of(
         return None
     rendered = tuple(render_verdict(verdict, verbose=verbose))
     if error is None or caused_by_divergence(error):
-        return TestOutcome(rendered, How.FAILS)
+        return TestOutcome(rendered, How.FAILS, summary=render_summary(verdict))
     return TestOutcome(rendered, How.BESIDE)
 
 

@@ -326,7 +326,7 @@ def test_on_ci_the_report_is_printed_once_and_summed_up_by_its_headline(
     result = run(pytester, xdist, "--junitxml=junit.xml")
 
     result.assert_outcomes(failed=1)
-    headline = "this run left its golden at step 1: tool_call_mismatch (attributed to the agent)"
+    headline = "tool_call_mismatch at step 1 (attributed to the agent): this run left its golden"
     summary = result.outlines[
         result.outlines.index(
             next(line for line in result.outlines if "short test summary info" in line)
