@@ -266,3 +266,32 @@ def test_an_answer_that_only_says_another_date_is_the_same_outcome() -> None:
     assert drift_report(golden, later).outcome_diff == "identical"
     later[-1] = later[-1]._replace(data={"outcome": "completed", "output": "Sent at 2026-12-02"})
     assert drift_report(golden, later).outcome_diff == "changed"
+
+
+def _thread(call_id: str, previous: str, observed: str | None = None) -> list[Event]:
+    """A code agent that writes its call's id into the text it sends back (``observed``: the
+    id it writes there, if not the call's), and a tool runner that continues a thread by the
+    previous message's id."""
+    text = f"Observation for call {observed or call_id}: 18C"
+    params = {"thread": {"previous_message_id": previous}}
+    events: list[tuple[str, dict[str, Any], int]] = [
+        ("run.started", {}, 0),
+        ("llm.turn.started", {"messages": [{"role": "user", "content": "Weather?"}]}, 1),
+        ("llm.turn.completed", {"content": f"Calling {call_id}", "tool_calls": []}, 1),
+        (
+            "llm.turn.started",
+            {"messages": [{"role": "user", "content": text}], "params": params},
+            2,
+        ),
+        ("llm.turn.completed", {"content": "It is 18C.", "tool_calls": []}, 2),
+        ("run.completed", {"outcome": "completed"}, 2),
+    ]
+    return [Event(i, "t", t, d, s, i + 1) for i, (t, d, s) in enumerate(events)]
+
+
+def test_ids_in_text_and_thread_continuations_are_renamed_like_call_ids() -> None:
+    golden = _thread("call_8fK2abcdEFGH1234xyz9", "msg_01XFDUDYJgAACzvnptvVoYEL")
+    later = _thread("call_Zq91mnopQRST5678uvw0", "msg_01AbCdEfGhIjKlMnOpQrStUv")
+    assert compare(golden, later).identical
+    other = _thread("call_Zq91mnopQRST5678uvw0", "msg_01AbCd", observed="call_Yy00abcdEFGH1234xyz9")
+    assert not compare(golden, other).identical  # the text names another call than it made
