@@ -293,5 +293,9 @@ def test_ids_in_text_and_thread_continuations_are_renamed_like_call_ids() -> Non
     golden = _thread("call_8fK2abcdEFGH1234xyz9", "msg_01XFDUDYJgAACzvnptvVoYEL")
     later = _thread("call_Zq91mnopQRST5678uvw0", "msg_01AbCdEfGhIjKlMnOpQrStUv")
     assert compare(golden, later).identical
-    other = _thread("call_Zq91mnopQRST5678uvw0", "msg_01AbCd", observed="call_Yy00abcdEFGH1234xyz9")
+    other = _thread(
+        "call_Zq91mnopQRST5678uvw0",
+        "msg_01AbCdEfGhIjKlMnOpQrStUv",
+        observed="call_Yy00abcdEFGH1234xyz9",
+    )
     assert not compare(golden, other).identical  # the text names another call than it made
