@@ -59,10 +59,24 @@ def _library_of(cls: type) -> ModuleType | None:
     return None
 
 
-def _http_module(transport: Any) -> ModuleType:
-    """The HTTP library to build on: the one ``transport`` belongs to, else ``httpx2`` (what
-    current SDKs use), else ``httpx``."""
-    if transport is not None and (found := _library_of(type(transport))) is not None:
+def _http_module(transport: Any, library: str | None = None) -> ModuleType:
+    """The HTTP library to build on: ``library`` when asked for (a framework that wants an
+    ``httpx.Client`` and is handed an ``httpx2.Client`` ignores it), else the one
+    ``transport`` belongs to, else ``httpx2`` (what current SDKs use), else ``httpx``."""
+    found = None if transport is None else _library_of(type(transport))
+    if library is not None:
+        if library not in _HTTP_LIBRARIES:
+            raise RolloutError(
+                f"rollout.http_client(library=...) must be one of "
+                f"{', '.join(map(repr, _HTTP_LIBRARIES))}, got {library!r}"
+            )
+        if found is not None and found.__name__ != library:
+            raise RolloutError(
+                f"rollout.http_client(library={library!r}) was given a {found.__name__} "
+                f"transport: pass a transport of {library}"
+            )
+        return _import(library, f"rollout.http_client(library={library!r})")
+    if found is not None:
         return found
     for name in _HTTP_LIBRARIES:
         try:
@@ -86,11 +100,17 @@ def _recording_transport(
 
 
 def http_client(
-    session: TurnPort, transport: Any, client_kwargs: dict[str, Any], *, asynchronous: bool
+    session: TurnPort,
+    transport: Any,
+    client_kwargs: dict[str, Any],
+    *,
+    asynchronous: bool,
+    library: str | None = None,
 ) -> Any:
-    """An HTTP client whose model requests go through ``session``; ``transport`` is the live
-    one (the network when ``None``; never used in dry replay)."""
-    module = _http_module(transport)
+    """An HTTP client of ``library`` (see :func:`_http_module`) whose model requests go
+    through ``session``; ``transport`` is the live one (the network when ``None``; never
+    used in dry replay)."""
+    module = _http_module(transport, library)
     kwargs = dict(client_kwargs)
     # Model calls take long: the library's default of 5 seconds would cut most of them.
     kwargs.setdefault("timeout", module.Timeout(600.0, connect=5.0))

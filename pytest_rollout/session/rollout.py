@@ -207,18 +207,28 @@ class RolloutSession:
         self._refuse_unrecorded()
         return sdk.client(self._sdk, "anthropic", "AsyncAnthropic", transport, client_kwargs)
 
-    def http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
-        """An HTTP client (``httpx2.Client``, else ``httpx.Client``) whose model requests
-        are recorded and replayed: for SDK clients and framework providers built by hand."""
+    def http_client(
+        self, *, transport: Any = None, library: str | None = None, **client_kwargs: Any
+    ) -> Any:
+        """An HTTP client whose model requests are recorded and replayed: for SDK clients
+        and framework providers built by hand. ``library`` is ``"httpx2"`` or ``"httpx"``
+        (default: the library of ``transport``, else ``httpx2``, else ``httpx``): a
+        framework that wants an ``httpx.Client`` ignores an ``httpx2.Client``."""
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
-        return sdk.http_client(self._sdk, transport, client_kwargs, asynchronous=False)
+        return sdk.http_client(
+            self._sdk, transport, client_kwargs, asynchronous=False, library=library
+        )
 
-    def async_http_client(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+    def async_http_client(
+        self, *, transport: Any = None, library: str | None = None, **client_kwargs: Any
+    ) -> Any:
         """The ``AsyncClient`` counterpart of :meth:`http_client`."""
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
-        return sdk.http_client(self._sdk, transport, client_kwargs, asynchronous=True)
+        return sdk.http_client(
+            self._sdk, transport, client_kwargs, asynchronous=True, library=library
+        )
 
     # -- the run --------------------------------------------------------------------
 
