@@ -10,7 +10,7 @@ as its own class where it can be (:func:`~pytest_rollout.replay.tool_errors.rebu
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -24,7 +24,7 @@ from ..replay.rebuild import RebuildHook, rebuild_result
 from ..replay.recorded import RecordedCall, Replay
 from ..replay.tool_errors import rebuild_error
 from .exceptions import error_data, tool_error_data
-from .tools import AnnouncedCalls
+from .tools import AnnouncedCalls, return_class
 
 __all__ = ["RunSide", "ToolCalls"]
 
@@ -60,6 +60,7 @@ class ToolCalls:
     __slots__ = (
         "_announced",
         "_audits",
+        "_functions",
         "_live_only",
         "_rebuild_hook",
         "_replays",
@@ -83,6 +84,7 @@ class ToolCalls:
         self._rebuild_hook = rebuild_hook
         self._announced = AnnouncedCalls()
         self._started = False
+        self._functions: dict[str, Callable[..., Any]] = {}  # each wrapped tool's function
 
     @property
     def announced(self) -> AnnouncedCalls:
@@ -145,7 +147,17 @@ class ToolCalls:
             data["output_type"] = call.output_type
         self._run.record(TOOL_CALL_COMPLETED, data)
         output = json_copy(call.output)
-        return rebuild_result(output, call.output_type, self._rebuild_hook, tool=name)
+        returns = None
+        if call.output_type is not None and name in self._functions:
+            returns = return_class(self._functions[name])
+        return rebuild_result(
+            output, call.output_type, self._rebuild_hook, tool=name, returns=returns
+        )
+
+    def expect_return(self, name: str, fn: Callable[..., Any]) -> None:
+        """Tool ``name`` is ``fn``: what it says it returns rebuilds its replayed results
+        (:func:`~pytest_rollout.replay.rebuild.rebuild_result`)."""
+        self._functions[name] = fn
 
     def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
         """A live call's ``tool.call.completed`` with its output (and the output's type, when

@@ -44,6 +44,7 @@ __all__ = [
     "bind_arguments",
     "call_recorded",
     "context_first",
+    "return_class",
     "wrap_tool",
 ]
 
@@ -168,6 +169,10 @@ class ToolRecorder(Protocol):
 
     def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
         """The recorded answer of a replayed call (or its error raised again)."""
+        ...
+
+    def expect_return(self, name: str, fn: Callable[..., Any]) -> None:
+        """Tool ``name`` is ``fn`` (what it says it returns helps rebuild its results)."""
         ...
 
     def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
@@ -369,9 +374,32 @@ def _binder(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]
     return without_context
 
 
+def return_class(fn: Callable[..., Any]) -> type | None:
+    """The class ``fn``'s return annotation names, if it names one: the class itself, or a
+    name written as text (``from __future__ import annotations``) found among the names
+    ``fn`` closes over or its module's (a class defined in the test function that defines
+    the tool is one of the former)."""
+    fn = inspect.unwrap(fn)
+    try:
+        annotation = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return None
+    if isinstance(annotation, type):
+        return annotation
+    if not isinstance(annotation, str) or not annotation.strip().isidentifier():
+        return None
+    try:
+        scope = {**getattr(fn, "__globals__", {}), **inspect.getclosurevars(fn).nonlocals}
+    except (TypeError, ValueError):
+        return None
+    found = scope.get(annotation.strip())
+    return found if isinstance(found, type) else None
+
+
 def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` recorded as tool ``name``: sync or async, as ``fn`` is."""
     bind = _binder(fn)
+    engine.expect_return(name, fn)
 
     if inspect.iscoroutinefunction(fn):
 

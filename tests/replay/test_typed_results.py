@@ -336,3 +336,73 @@ def test_a_hook_rebuilds_other_types_and_is_asked_first() -> None:
 def test_a_type_name_that_is_not_text_is_a_warning() -> None:
     with pytest.warns(RolloutWarning, match=r"of type \['x'\] .*not text"):
         assert rebuild_result({"a": 1}, ["x"], tool="lookup") == {"a": 1}
+
+
+# -- a class defined inside the test ---------------------------------------------------------
+
+
+def _session_round_trip(make_tool: Any) -> tuple[Any, Any, list[Any]]:
+    """A tool made by ``make_tool()`` recorded once, then replayed dry with a tool made
+    anew (as a test function that defines its class defines it again): the live result,
+    the replayed one, and the warnings replay gave."""
+    import warnings
+
+    from sessions import new_session
+
+    from pytest_rollout import ToolCall, Turn
+    from pytest_rollout.session import Mode
+
+    def agent(session: Any) -> Any:
+        provider = session.provider(None if session.engine.mode is Mode.DRY else _OneCall())
+        tools = session.tools({"weather": make_tool()})
+        with session.run(prompt="Weather?"):
+            provider.complete([{"role": "user", "content": "Weather?"}])
+            return tools["weather"](city="Paris")
+
+    class _OneCall:
+        def complete(self, messages: Any, tools: Any = None, **params: Any) -> Turn:
+            return Turn(None, [ToolCall("c1", "weather", {"city": "Paris"})])
+
+    recording = new_session(Mode.RECORD)
+    live = agent(recording)
+    recording.close()
+    replay = new_session(Mode.DRY, recording.recorder.rollout())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        replayed = agent(replay)
+    return live, replayed, [w for w in caught if issubclass(w.category, RolloutWarning)]
+
+
+def test_a_class_local_to_the_test_is_rebuilt_from_the_tools_return_annotation() -> None:
+    def make_tool() -> Any:
+        @dataclasses.dataclass
+        class Weather:
+            city: str
+            celsius: int
+
+        def weather(city: str) -> Weather:  # a text annotation: the module has __future__
+            return Weather(city, 18)
+
+        return weather
+
+    live, replayed, warned = _session_round_trip(make_tool)
+    assert type(live).__qualname__.endswith("<locals>.Weather")
+    assert type(replayed).__qualname__ == type(live).__qualname__
+    assert (replayed.city, replayed.celsius) == ("Paris", 18)
+    assert warned == []
+
+
+def test_a_local_class_the_tool_does_not_name_is_still_a_warning() -> None:
+    def make_tool() -> Any:
+        @dataclasses.dataclass
+        class Weather:
+            city: str
+
+        def weather(city: str) -> object:
+            return Weather(city)
+
+        return weather
+
+    _, replayed, warned = _session_round_trip(make_tool)
+    assert replayed == {"city": "Paris"}
+    assert len(warned) == 1

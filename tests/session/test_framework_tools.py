@@ -45,6 +45,9 @@ class StubRecorder:
     def replayed_result(self, name: str, call_id: str | None, step: int, call: Any) -> Any:
         return call.output
 
+    def expect_return(self, name: str, fn: Any) -> None:
+        pass
+
     def tool_returned(self, name: str, call_id: str | None, t0: float, output: Any) -> None:
         self.completed.append((name, output))
 

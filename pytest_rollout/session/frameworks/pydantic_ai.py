@@ -44,6 +44,7 @@ def _binder(schema: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str
 def _recorded_function(recorder: ToolRecorder, tool: Any) -> Callable[..., Any]:
     name, fn = tool.name, tool.function
     bind = _binder(tool.function_schema)
+    recorder.expect_return(name, fn)
     if inspect.iscoroutinefunction(fn):
 
         @wraps(fn)
