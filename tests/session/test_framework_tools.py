@@ -278,6 +278,7 @@ def test_wrapping_plain_functions_imports_no_framework() -> None:
         "from pytest_rollout.session.rollout import RolloutSession\n"
         "class R:\n"
         "    def tool_started(self, *a): return None, 0, None\n"
+        "    def expect_return(self, *a): pass\n"
         "wrap_tools(R(), [len.__call__, print])\n"
         "print(sorted(m for m in ('agents', 'langchain_core', 'pydantic_ai', 'langgraph')"
         " if m in sys.modules))\n"
