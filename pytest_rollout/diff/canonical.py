@@ -31,6 +31,7 @@ import orjson
 
 from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
 from ..format.gcpause import collector_paused
+from .ignore_paths import IgnorePath, _States
 from .volatile import BUILTIN, Origin, Renaming, Volatile
 
 __all__ = [
@@ -76,95 +77,6 @@ DEFAULT_DROP_KEYS: Final = frozenset(
         "usage",
     }
 )
-
-_SEGMENT: Final = re.compile(r"[^.\[\]]+|\[\d+\]|\[\*\]")
-_PATH: Final = re.compile(r"(?:[^.\[\]]+|\[\d+\]|\[\*\])(?:\.[^.\[\]]+|\[\d+\]|\[\*\])*")
-
-
-#: A set of positions in an ignore path's segments: how far each way of matching has got.
-_States = frozenset[int]
-
-
-@dataclass(frozen=True, slots=True)
-class IgnorePath:
-    """A parsed ignore path: an optional event type, then keys, indexes and wildcards.
-
-    A path is matched one segment at a time, keeping the set of pattern positions reached
-    (each ``**`` may stay where it is or be skipped), so the work per segment is bounded by
-    the pattern's length, however many ``**`` it holds.
-    """
-
-    event_type: str | None
-    segments: tuple[str | int, ...]
-    #: For each position, the positions it stands for once the ``**`` from it are skipped.
-    _reach: tuple[_States, ...] = field(init=False, repr=False, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        reach: list[_States] = [frozenset({len(self.segments)})]
-        for i in range(len(self.segments) - 1, -1, -1):
-            skipped = reach[-1] if self.segments[i] == "**" else frozenset()
-            reach.append(frozenset({i}) | skipped)
-        object.__setattr__(self, "_reach", tuple(reversed(reach)))
-
-    @classmethod
-    def parse(cls, text: str) -> IgnorePath:
-        """Parse ``[TYPE:]key.key[0].*`` (``*`` and ``[*]`` match any key or index,
-        ``**`` any run of them)."""
-        event_type, _, path = text.rpartition(":")
-        # Reports name fields from the event (data.tool_calls[0]...); paths are relative
-        # to data, so a pasted "data." prefix is accepted.
-        path = path.removeprefix("data.")
-        if not path:
-            raise ValueError(f"empty ignore path: {text!r}")
-        if not _PATH.fullmatch(path):
-            raise ValueError(
-                f"malformed ignore path {text!r}: write [TYPE:]key.key[0].* "
-                f"(keys joined by dots, [N] or [*] for list items, * or ** as wildcards)"
-            )
-        segments: list[str | int] = []
-        for token in _SEGMENT.findall(path):
-            if token == "[*]":
-                segments.append("*")
-            elif token.startswith("["):
-                segments.append(int(token[1:-1]))
-            elif token != "**" or not segments or segments[-1] != "**":
-                segments.append(token)  # "**.**" is the same run as "**"
-        return cls(event_type or None, tuple(segments))
-
-    @property
-    def start(self) -> _States:
-        """The positions before any segment is read."""
-        return self._reach[0]
-
-    def advance(self, states: _States, segment: str | int) -> _States:
-        """The positions reached from ``states`` by reading ``segment`` (empty: nothing
-        below it can match)."""
-        pattern = self.segments
-        end = len(pattern)
-        reached: set[int] = set()
-        for i in states:
-            if i == end:
-                continue
-            head = pattern[i]
-            if head == "**":
-                reached.update(self._reach[i])
-            elif head in ("*", segment):
-                reached.update(self._reach[i + 1])
-        return frozenset(reached)
-
-    def accepts(self, states: _States) -> bool:
-        """Whether the segments read so far make a whole match."""
-        return len(self.segments) in states
-
-    def matches(self, event_type: str, path: tuple[str | int, ...]) -> bool:
-        if self.event_type is not None and self.event_type != event_type:
-            return False
-        states = self.start
-        for segment in path:
-            states = self.advance(states, segment)
-            if not states:
-                return False
-        return self.accepts(states)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +125,14 @@ class CanonicalOptions:
             volatile=self.volatile if volatile is None else volatile,
             exact_paths=self.exact_paths + tuple(IgnorePath.parse(p) for p in exact_paths),
         )
+
+    def volatile_paths_for(self, event_type: str) -> tuple[tuple[str, IgnorePath], ...]:
+        """The declared ``LABEL@PATH`` entries that apply to ``event_type``."""
+        paths = self.volatile.paths
+        if not paths:
+            return ()
+        parsed = ((label, IgnorePath.parse(path)) for label, path in paths)
+        return tuple((label, p) for label, p in parsed if p.event_type in (None, event_type))
 
     def exact_for(self, event_type: str) -> tuple[IgnorePath, ...]:
         """The exact paths that apply to ``event_type``."""
@@ -375,7 +295,15 @@ def renamed(
     """``canonical`` with its volatile values renamed, ``renaming`` having seen the run's
     events before it (``canonical`` itself when it holds none). The values at the exact
     paths of its type stay as they are."""
-    key = renaming.rename(canonical.key, origin_of(canonical.source))
+    origin = origin_of(canonical.source)
+    key = canonical.key
+    by_path = options.volatile_paths_for(canonical.type)
+    if by_path:
+        live = tuple((p, p.start, label) for label, p in by_path)
+        named = _named_at_paths(canonical.data, live, renaming, origin)
+        if named is not canonical.data:
+            key = orjson.dumps([canonical.step, canonical.type, named], option=orjson.OPT_SORT_KEYS)
+    key = renaming.rename(key, origin)
     if key is canonical.key:
         return canonical
     data = orjson.loads(key)[2]
@@ -385,6 +313,42 @@ def renamed(
     # Sorted again: a renamed key may sort elsewhere than the value it stands for.
     key = orjson.dumps([canonical.step, canonical.type, data], option=orjson.OPT_SORT_KEYS)
     return CanonicalEvent(canonical.step, canonical.type, data, key, canonical.source)
+
+
+def _named_at_paths(
+    value: Any,
+    live: tuple[tuple[IgnorePath, _States, str], ...],
+    renaming: Renaming,
+    origin: Origin,
+) -> Any:
+    """``value`` with each scalar a ``LABEL@PATH`` entry reaches replaced by its label's
+    placeholder (``value`` itself when none is reached)."""
+    if type(value) is dict:
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif type(value) is list:
+        items = enumerate(value)
+    else:
+        return value
+    changed = False
+    result: list[tuple[Any, Any]] = []
+    for segment, item in items:
+        below: list[tuple[IgnorePath, _States, str]] = []
+        new = item
+        for path, states, label in live:
+            reached = path.advance(states, segment)
+            if reached and path.accepts(reached) and type(item) not in (dict, list):
+                new = renaming.name(label, canonical_bytes(item), origin)
+                break
+            if reached:
+                below.append((path, reached, label))
+        else:
+            if below:
+                new = _named_at_paths(item, tuple(below), renaming, origin)
+        changed |= new is not item
+        result.append((segment, new))
+    if not changed:
+        return value
+    return dict(result) if type(value) is dict else [item for _, item in result]
 
 
 def origin_of(event: Event) -> Origin:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from .ignore_paths import IgnorePath
+
 __all__ = [
     "BUILTIN_KINDS",
     "PROVIDER_IDS",
@@ -176,24 +178,44 @@ def _without_overlaps(matches: list[VolatileMatch]) -> list[VolatileMatch]:
 
 
 def parse_declared(text: str, source: str = "rollout_volatile") -> tuple[str, str]:
-    """``LABEL=REGEX`` as ``(label, regex)``; a :class:`ValueError` naming ``source`` and
-    the reason when it is not one."""
+    """``LABEL=REGEX`` as ``(label, regex)``, or ``LABEL@PATH`` (the value at an ignore-path
+    pattern, such as a number of epoch seconds, which no pattern of text can find) as
+    ``(label, "@" + path)``; a :class:`ValueError` naming ``source`` and the reason when it
+    is neither. A regex that itself begins with ``@`` is kept in a group."""
+    at, equals = text.find("@"), text.find("=")
+    if at != -1 and (equals == -1 or at < equals):
+        return _parse_path(text, source)
     label, sep, pattern = text.strip().partition("=")
     label = label.strip()
     if not sep or not pattern:
-        raise ValueError(f"{source}: {text!r} is not LABEL=REGEX")
-    if not _LABEL.fullmatch(label):
-        raise ValueError(
-            f"{source}: label {label!r} must be a lowercase word "
-            f"(letters, digits and _, starting with a letter)"
-        )
+        raise ValueError(f"{source}: {text!r} is not LABEL=REGEX or LABEL@PATH")
+    _check_label(label, source)
     try:
         compiled = re.compile(pattern.encode())
     except re.error as exc:
         raise ValueError(f"{source}: {label}={pattern}: not a regular expression: {exc}") from None
     if compiled.match(b"") is not None:
         raise ValueError(f"{source}: {label}={pattern}: the pattern matches the empty string")
-    return label, pattern
+    return label, f"(?:{pattern})" if pattern.startswith("@") else pattern
+
+
+def _parse_path(text: str, source: str) -> tuple[str, str]:
+    label, _, path = text.strip().partition("@")
+    label, path = label.strip(), path.strip()
+    _check_label(label, source)
+    try:
+        IgnorePath.parse(path)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {label}@{path}: {exc}") from None
+    return label, "@" + path
+
+
+def _check_label(label: str, source: str) -> None:
+    if not _LABEL.fullmatch(label):
+        raise ValueError(
+            f"{source}: label {label!r} must be a lowercase word "
+            f"(letters, digits and _, starting with a letter)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,8 +230,15 @@ class Volatile:
     )
 
     def __post_init__(self) -> None:
-        compiled = tuple((label, re.compile(p.encode())) for label, p in self.declared)
+        compiled = tuple(
+            (label, re.compile(p.encode())) for label, p in self.declared if p[:1] != "@"
+        )
         object.__setattr__(self, "_compiled", compiled)
+
+    @property
+    def paths(self) -> tuple[tuple[str, str], ...]:
+        """The declared ``LABEL@PATH`` entries, as ``(label, path)``."""
+        return tuple((label, p[1:]) for label, p in self.declared if p[:1] == "@")
 
     @property
     def active(self) -> bool:
@@ -318,6 +347,18 @@ class Renaming:
             last = end
         pieces.append(buffer[last:])
         return b"".join(pieces)
+
+    def name(self, label: str, value: bytes, origin: Origin | None = None) -> str:
+        """The placeholder of a value found by its place, not its text (``value``: its
+        canonical JSON bytes): numbered among its label's as :meth:`rename` numbers."""
+        key = b"@" + label.encode() + b":" + value
+        name = self._names.get(key)
+        if name is None:
+            number = self._counts.get(label, 0) + 1
+            self._counts[label] = number
+            name = self._names[key] = f"<{label}#{number}>".encode()
+            self._origins[name.decode()] = (value.decode("utf-8", "replace"), origin)
+        return name.decode()
 
     def value_of(self, placeholder: str) -> str | None:
         """The value a placeholder stands for in this run."""

@@ -99,7 +99,7 @@ def test_float_digits_sets_the_places_floats_are_compared_to(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--volatile", "order"], "--volatile: 'order' is not LABEL=REGEX"),
+        (["--volatile", "order"], "--volatile: 'order' is not LABEL=REGEX or LABEL@PATH"),
         (
             ["--volatile", "=ORD-"],
             "--volatile: label '' must be a lowercase word "

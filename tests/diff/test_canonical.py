@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from pytest_rollout.diff.canonical import (
     DEFAULT_DROP_KEYS,
     CanonicalOptions,
-    IgnorePath,
     canonicalize,
     canonicalize_event,
 )
+from pytest_rollout.diff.ignore_paths import IgnorePath
 from pytest_rollout.format.events import Event
 
 

@@ -88,7 +88,7 @@ def test_a_declared_match_never_leaves_its_json_string() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("order", "is not LABEL=REGEX"),
+        ("order", "is not LABEL=REGEX or LABEL@PATH"),
         ("Order=x", "must be a lowercase word"),
         ("order=(", "not a regular expression"),
         ("order=x*", "matches the empty string"),
@@ -299,3 +299,63 @@ def test_ids_in_text_and_thread_continuations_are_renamed_like_call_ids() -> Non
         observed="call_Yy00abcdEFGH1234xyz9",
     )
     assert not compare(golden, other).identical  # the text names another call than it made
+
+
+# -- values found by their place -----------------------------------------------------------
+
+
+def _epoch_run(created: int, passed: int) -> list[Event]:
+    """A tool that returns when an order was created, in epoch seconds, and a call that
+    passes that time on."""
+    output = {"order": "A1", "created": created}
+    events: list[tuple[str, dict[str, Any], int]] = [
+        ("run.started", {}, 0),
+        ("llm.turn.completed", {"tool_calls": [{"id": "c1", "name": "get_order"}]}, 1),
+        ("tool.call.started", {"call_id": "c1", "name": "get_order", "arguments": {}}, 1),
+        ("tool.call.completed", {"call_id": "c1", "name": "get_order", "output": output}, 1),
+        ("llm.turn.completed", {"tool_calls": [{"id": "c2", "name": "since"}]}, 2),
+        ("tool.call.started", {"call_id": "c2", "name": "since", "arguments": {"t": passed}}, 2),
+        ("run.completed", {"outcome": "completed"}, 2),
+    ]
+    return [Event(i, "t", t, d, s, i + 1) for i, (t, d, s) in enumerate(events)]
+
+
+EPOCHS = (
+    "epoch@tool.call.completed:output.created",
+    "epoch@tool.call.started:arguments.t",
+)
+
+
+def test_epoch_seconds_are_renamed_only_where_a_path_says_so() -> None:
+    options = DEFAULT_OPTIONS.extended(
+        volatile=BUILTIN.with_declared(parse_declared(e) for e in EPOCHS)
+    )
+    golden = _epoch_run(1_733_040_000, 1_733_040_000)
+    assert not compare(golden, _epoch_run(1_733_126_400, 1_733_126_400)).identical
+    assert compare(golden, _epoch_run(1_733_126_400, 1_733_126_400), options).identical
+    broken = compare(golden, _epoch_run(1_733_126_400, 1_733_040_000), options)
+    assert broken.first is not None
+    assert [(c.path, c.a, c.b) for c in broken.first.changes] == [
+        ("data.arguments.t", "<epoch#1>", "<epoch#2>")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "epoch@tool.call.completed:output.created",
+            ("epoch", "@tool.call.completed:output.created"),
+        ),
+        ("handle=@[a-z]+", ("handle", "(?:@[a-z]+)")),
+    ],
+)
+def test_a_path_entry_and_a_regex_that_begins_with_at_are_told_apart(
+    text: str, expected: tuple[str, str]
+) -> None:
+    assert parse_declared(text) == expected
+
+
+def test_a_bad_path_entry_names_its_path() -> None:
+    with pytest.raises(ValueError, match=r"^rollout_volatile: epoch@a\.\.b: malformed ignore path"):
+        parse_declared("epoch@a..b")

@@ -67,6 +67,7 @@ def ask(rollout):
             id=str(uuid.uuid4()),
             started_at=datetime.now(timezone.utc).isoformat(),
             score=float(os.environ["SCORE"]),
+            at=int(os.environ.get("EPOCH", "0")),
         )
 """
 
@@ -310,7 +311,10 @@ def test_the_plugin_s_default_digits_are_the_library_s() -> None:
 @pytest.mark.parametrize(
     ("ini", "message"),
     [
-        ("rollout_volatile =\n    order\n", "rollout_volatile: 'order' is not LABEL=REGEX"),
+        (
+            "rollout_volatile =\n    order\n",
+            "rollout_volatile: 'order' is not LABEL=REGEX or LABEL@PATH",
+        ),
         (
             "rollout_volatile =\n    Order=ORD-[0-9]+\n",
             "rollout_volatile: label 'Order' must be a lowercase word "
@@ -352,7 +356,7 @@ def test_a_bad_ini_value_stops_the_session(
     [
         (
             '@pytest.mark.rollout(volatile=["order"])',
-            "@pytest.mark.rollout(volatile=...): 'order' is not LABEL=REGEX",
+            "@pytest.mark.rollout(volatile=...): 'order' is not LABEL=REGEX or LABEL@PATH",
         ),
         (
             '@pytest.mark.rollout(volatile="order=(")',
@@ -393,7 +397,7 @@ def test_a_bad_marker_value_is_an_error_of_its_test(
             "pytest_rollout_volatile: order=ORD-(: not a regular expression: "
             "missing ), unterminated subpattern at position 4",
         ),
-        ('["order"]', "pytest_rollout_volatile: 'order' is not LABEL=REGEX"),
+        ('["order"]', "pytest_rollout_volatile: 'order' is not LABEL=REGEX or LABEL@PATH"),
         (
             '[("or=der", "ORD-[0-9]+")]',
             "pytest_rollout_volatile: label 'or=der' must be a lowercase word "
@@ -417,3 +421,25 @@ def test_a_bad_pattern_from_the_hook_is_an_error_of_the_tests_it_reaches(
 
     result.assert_outcomes(errors=1)
     assert said(result, message)
+
+
+# -- values found by their place -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["epoch-path", "control"])
+def test_epoch_seconds_at_a_declared_path_are_renamed(
+    pytester: pytest.Pytester, today: pytest.MonkeyPatch, declared: bool
+) -> None:
+    ini = "rollout_volatile =\n    epoch@job:at\n" if declared else ""
+    project(pytester, ini=ini)
+    today.setenv("EPOCH", "1733040000")
+    record(pytester)
+    today.setenv("EPOCH", "1733126400")
+
+    result = compare(pytester)
+
+    if declared:
+        result.assert_outcomes(passed=1)
+    else:
+        result.assert_outcomes(failed=1)
+        assert "data.at: 1733040000 -> 1733126400" in report(result)
