@@ -199,14 +199,20 @@ _ROUNDED: Final = frozenset({float, dict, list})
 _Live = tuple[tuple[IgnorePath, _States], ...]
 
 
+def _children(value: Any) -> Iterable[tuple[Any, Any]] | None:
+    """The ``(key or index, item)`` pairs of a dict or a list (``None``: a leaf)."""
+    if type(value) is dict:
+        return value.items()
+    if type(value) is list:
+        return enumerate(value)
+    return None
+
+
 def _strip_paths(value: Any, live: _Live) -> Any:
     """``value`` without what ``live`` matches below it. What no path can reach any more
     is kept as it is, not copied."""
-    if type(value) is dict:
-        items: Iterable[tuple[Any, Any]] = value.items()
-    elif type(value) is list:
-        items = enumerate(value)
-    else:
+    items = _children(value)
+    if items is None:
         return value
     kept: list[tuple[Any, Any]] = []
     for segment, item in items:
@@ -323,11 +329,8 @@ def _named_at_paths(
 ) -> Any:
     """``value`` with each scalar a ``LABEL@PATH`` entry reaches replaced by its label's
     placeholder (``value`` itself when none is reached)."""
-    if type(value) is dict:
-        items: Iterable[tuple[Any, Any]] = value.items()
-    elif type(value) is list:
-        items = enumerate(value)
-    else:
+    items = _children(value)
+    if items is None:
         return value
     changed = False
     result: list[tuple[Any, Any]] = []

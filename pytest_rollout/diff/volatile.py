@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import Final
 
 from .ignore_paths import IgnorePath
 
@@ -96,7 +95,9 @@ _ID_BODY: Final = re.compile(rb"(?=[A-Za-z]*[0-9])[A-Za-z0-9]{12,}(?![A-Za-z0-9_
 
 #: What may not come before a date (a letter, a digit, ``_`` or ``-``: a model's snapshot
 #: date, a file's name), and before a UUID or an id's prefix (a letter or a digit).
-_NOT_BEFORE_WORD: Final = frozenset(string.ascii_letters.encode() + string.digits.encode())
+_NOT_BEFORE_WORD: Final = frozenset(
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
 _NOT_BEFORE_DATE: Final = _NOT_BEFORE_WORD | frozenset(b"_-")
 
 #: Bytes a declared pattern's match may not hold: it must stay inside one JSON string.
@@ -105,12 +106,9 @@ _OUTSIDE_A_STRING: Final = re.compile(rb'["\\]')
 _LABEL: Final = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
-class VolatileMatch(NamedTuple):
-    """A volatile value found in canonical bytes: ``buffer[start:end]``, of kind ``label``."""
-
-    start: int
-    end: int
-    label: str
+#: A volatile value found in canonical bytes: ``buffer[start:end]``, of kind ``label``
+#: (a plain tuple: a class of its own costs every process that imports this module).
+VolatileMatch = tuple[int, int, str]
 
 
 def _preceded_by(buffer: bytes, start: int, forbidden: frozenset[int]) -> bool:
@@ -124,12 +122,12 @@ def _at_dash(buffer: bytes, dash: int) -> VolatileMatch | None:
         found = _DATE.match(buffer, start)
         if found is not None:
             label = "timestamp" if found.group("time") else "date"
-            return VolatileMatch(start, found.end(), label)
+            return (start, found.end(), label)
     start = dash - 8
     if start >= 0 and not _preceded_by(buffer, start, _NOT_BEFORE_WORD):
         found = _UUID.match(buffer, start)
         if found is not None:
-            return VolatileMatch(start, found.end(), "uuid")
+            return (start, found.end(), "uuid")
     return _provider_id(buffer, dash)
 
 
@@ -144,7 +142,7 @@ def _provider_id(buffer: bytes, end_of_prefix: int) -> VolatileMatch | None:
         ):
             body = _ID_BODY.match(buffer, end_of_prefix + 1)
             if body is not None:
-                return VolatileMatch(start, body.end(), label)
+                return (start, body.end(), label)
     return None
 
 
@@ -154,26 +152,26 @@ def _builtin_matches(buffer: bytes) -> list[VolatileMatch]:
     for hit in _DASH.finditer(buffer) if b"-" in buffer else ():
         if hit.start() >= end and (match := _at_dash(buffer, hit.start())) is not None:
             found.append(match)
-            end = match.end
+            end = match[1]
     if b"_" in buffer:
         for hit in _UNDERSCORE.finditer(buffer):
             if (match := _provider_id(buffer, hit.start())) is not None:
                 found.append(match)
     for hit in _QUOTE.finditer(buffer):
-        found.append(VolatileMatch(hit.start() + 1, hit.start() + 27, "ulid"))
+        found.append((hit.start() + 1, hit.start() + 27, "ulid"))
     return found
 
 
 def _without_overlaps(matches: list[VolatileMatch]) -> list[VolatileMatch]:
     """The matches in order, each that starts inside an earlier one left out (of two that
     start together, the longer is kept)."""
-    matches.sort(key=lambda m: (m.start, -m.end))
+    matches.sort(key=lambda m: (m[0], -m[1]))
     kept: list[VolatileMatch] = []
     end = 0
     for match in matches:
-        if match.start >= end:
+        if match[0] >= end:
             kept.append(match)
-            end = match.end
+            end = match[1]
     return kept
 
 
@@ -267,7 +265,7 @@ class Volatile:
         for label, pattern in self._compiled:
             for hit in pattern.finditer(buffer):
                 if hit.end() > hit.start() and not _OUTSIDE_A_STRING.search(hit.group()):
-                    found.append(VolatileMatch(hit.start(), hit.end(), label))
+                    found.append((hit.start(), hit.end(), label))
         if len(found) < 2:
             return found
         return _without_overlaps(found)
@@ -279,14 +277,16 @@ BUILTIN: Final = Volatile()
 NOTHING: Final = Volatile(builtin=False)
 
 
-@dataclass(frozen=True, slots=True)
 class Origin:
     """Where a volatile value first appeared: its step and event type, and the tool's name
     for a tool event."""
 
-    step: int
-    type: str
-    tool: str | None = None
+    __slots__ = ("step", "tool", "type")
+
+    def __init__(self, step: int, type: str, tool: str | None = None) -> None:
+        self.step = step
+        self.type = type
+        self.tool = tool
 
     def describe(self) -> str:
         """``returned by get_order at step 1``, ``in the request at step 2``."""

@@ -12,6 +12,7 @@ the events as they were recorded.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,8 @@ from .canonical import CanonicalOptions, canonicalize_event, in_announced_order,
 from .volatile import Renaming
 
 __all__ = ["may_hold_volatile", "shown_as_recorded", "volatile_renamed"]
+
+_STEP = operator.attrgetter("step")
 
 
 def may_hold_volatile(events: Sequence[Event], step: int, options: CanonicalOptions) -> bool:
@@ -34,7 +37,9 @@ def may_hold_volatile(events: Sequence[Event], step: int, options: CanonicalOpti
     runs compare otherwise than the recorded ones."""
     if options.volatile.paths:
         return True  # a value found by its place (epoch seconds) shows in no scan of text
-    start = next((i for i, e in enumerate(events) if e.step >= step), len(events))
+    # The first event at ``step`` or later, found in C: this runs over every event.
+    later = map(operator.ge, map(_STEP, events), itertools.repeat(step))
+    start = next(itertools.compress(itertools.count(), later), len(events))
     try:
         encoded = orjson.dumps([e.data for e in itertools.islice(events, start, None)])
     except TypeError:
