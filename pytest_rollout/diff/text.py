@@ -112,7 +112,9 @@ def _key_text(key: Any) -> str:
 def string_change(a: str, b: str, limit: int = VALUE_LIMIT) -> tuple[str, str]:
     """Both strings as JSON excerpts around where they start to differ.
 
-    Long strings that differ near their end would otherwise show identical excerpts.
+    Long strings that differ near their end would otherwise show identical excerpts. The two
+    excerpts share twice ``limit``: a short side leaves its room to the other, so a value
+    that grew is not cut where the old one ended.
     """
     common = 0
     for x, y in zip(a, b, strict=False):
@@ -120,6 +122,10 @@ def string_change(a: str, b: str, limit: int = VALUE_LIMIT) -> tuple[str, str]:
             break
         common += 1
     start = max(0, common - limit // 3)
+    a, b = a[start:], b[start:]
+    # A side shorter than the limit (its quotes counted) gives the other what it leaves.
+    limit_a = max(limit, 2 * limit - min(limit, len(b) + 2))
+    limit_b = max(limit, 2 * limit - min(limit, len(a) + 2))
     if start == 0:
-        return value_text(a, limit), value_text(b, limit)
-    return "…" + value_text(a[start:], limit)[1:], "…" + value_text(b[start:], limit)[1:]
+        return value_text(a, limit_a), value_text(b, limit_b)
+    return "…" + value_text(a, limit_a)[1:], "…" + value_text(b, limit_b)[1:]
