@@ -32,7 +32,7 @@ import orjson
 from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
 from ..format.gcpause import collector_paused
 from .ignore_paths import IgnorePath, _States
-from .volatile import BUILTIN, Origin, Renaming, Volatile
+from .volatile import BUILTIN, Renaming, Volatile
 
 __all__ = [
     "DEFAULT_DROP_KEYS",
@@ -131,8 +131,7 @@ class CanonicalOptions:
         paths = self.volatile.paths
         if not paths:
             return ()
-        parsed = ((label, IgnorePath.parse(path)) for label, path in paths)
-        return tuple((label, p) for label, p in parsed if p.event_type in (None, event_type))
+        return tuple((label, p) for label, p in paths if p.event_type in (None, event_type))
 
     def exact_for(self, event_type: str) -> tuple[IgnorePath, ...]:
         """The exact paths that apply to ``event_type``."""
@@ -301,15 +300,15 @@ def renamed(
     """``canonical`` with its volatile values renamed, ``renaming`` having seen the run's
     events before it (``canonical`` itself when it holds none). The values at the exact
     paths of its type stay as they are."""
-    origin = origin_of(canonical.source)
+    source = canonical.source
     key = canonical.key
     by_path = options.volatile_paths_for(canonical.type)
     if by_path:
         live = tuple((p, p.start, label) for label, p in by_path)
-        named = _named_at_paths(canonical.data, live, renaming, origin)
+        named = _named_at_paths(canonical.data, live, renaming, source)
         if named is not canonical.data:
             key = orjson.dumps([canonical.step, canonical.type, named], option=orjson.OPT_SORT_KEYS)
-    key = renaming.rename(key, origin)
+    key = renaming.rename(key, source)
     if key is canonical.key:
         return canonical
     data = orjson.loads(key)[2]
@@ -325,7 +324,7 @@ def _named_at_paths(
     value: Any,
     live: tuple[tuple[IgnorePath, _States, str], ...],
     renaming: Renaming,
-    origin: Origin,
+    source: Event,
 ) -> Any:
     """``value`` with each scalar a ``LABEL@PATH`` entry reaches replaced by its label's
     placeholder (``value`` itself when none is reached)."""
@@ -340,24 +339,18 @@ def _named_at_paths(
         for path, states, label in live:
             reached = path.advance(states, segment)
             if reached and path.accepts(reached) and type(item) not in (dict, list):
-                new = renaming.name(label, canonical_bytes(item), origin)
+                new = renaming.name(label, canonical_bytes(item), source)
                 break
             if reached:
                 below.append((path, reached, label))
         else:
             if below:
-                new = _named_at_paths(item, tuple(below), renaming, origin)
+                new = _named_at_paths(item, tuple(below), renaming, source)
         changed |= new is not item
         result.append((segment, new))
     if not changed:
         return value
     return dict(result) if type(value) is dict else [item for _, item in result]
-
-
-def origin_of(event: Event) -> Origin:
-    """Where a value seen first in ``event`` comes from, for reports."""
-    tool = event.data.get("name") if event.type in TOOL_TYPES else None
-    return Origin(event.step, event.type, tool if isinstance(tool, str) else None)
 
 
 def _kept_exact(renamed_value: Any, plain: Any, live: _Live) -> Any:

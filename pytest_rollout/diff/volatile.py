@@ -21,28 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
 from .ignore_paths import IgnorePath
 
 __all__ = [
-    "BUILTIN_KINDS",
     "PROVIDER_IDS",
     "Renaming",
     "Volatile",
     "VolatileMatch",
     "parse_declared",
 ]
-
-#: The built-in kinds, by label, with what each one is.
-BUILTIN_KINDS: Final = {
-    "timestamp": "an RFC 3339 / ISO 8601 date and time, with or without a zone or fractions",
-    "date": "an ISO 8601 date (YYYY-MM-DD) on its own",
-    "uuid": "a UUID of any version",
-    "ulid": "a ULID (26 characters of Crockford's base 32) as a whole string value",
-}
 
 #: Provider ids by prefix, and the label their placeholder takes. An id is the prefix then
 #: at least 12 letters and digits, one of them a digit (``run_python`` is a tool's name).
@@ -226,17 +218,20 @@ class Volatile:
     _compiled: tuple[tuple[str, re.Pattern[bytes]], ...] = field(
         init=False, repr=False, compare=False, hash=False
     )
+    #: The declared ``LABEL@PATH`` entries, as ``(label, path)``, parsed once.
+    paths: tuple[tuple[str, IgnorePath], ...] = field(
+        init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         compiled = tuple(
             (label, re.compile(p.encode())) for label, p in self.declared if p[:1] != "@"
         )
         object.__setattr__(self, "_compiled", compiled)
-
-    @property
-    def paths(self) -> tuple[tuple[str, str], ...]:
-        """The declared ``LABEL@PATH`` entries, as ``(label, path)``."""
-        return tuple((label, p[1:]) for label, p in self.declared if p[:1] == "@")
+        paths = tuple(
+            (label, IgnorePath.parse(p[1:])) for label, p in self.declared if p[:1] == "@"
+        )
+        object.__setattr__(self, "paths", paths)
 
     @property
     def active(self) -> bool:
@@ -288,17 +283,24 @@ class Origin:
         self.type = type
         self.tool = tool
 
+    @classmethod
+    def of(cls, event: Event) -> Origin:
+        """Where a value first seen in ``event`` comes from."""
+        tool = event.data.get("name") if event.type in _TOOL_TYPES else None
+        return cls(event.step, event.type, tool if isinstance(tool, str) else None)
+
     def describe(self) -> str:
         """``returned by get_order at step 1``, ``in the request at step 2``."""
-        if self.type == "tool.call.completed" and self.tool:
+        if self.type == TOOL_CALL_COMPLETED and self.tool:
             where = f"returned by {self.tool}"
-        elif self.type == "tool.call.started" and self.tool:
+        elif self.type == TOOL_CALL_STARTED and self.tool:
             where = f"passed to {self.tool}"
         else:
             where = _WHERE.get(self.type, f"in a {self.type} event")
         return f"{where} at step {self.step}"
 
 
+_TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
 _WHERE: Final = {
     "llm.turn.started": "in the request",
     "llm.turn.completed": "in the model's answer",
@@ -321,54 +323,55 @@ class Renaming:
         self.volatile = volatile
         self._names: dict[bytes, bytes] = {}
         self._counts: dict[str, int] = {}
-        self._origins: dict[str, tuple[str, Origin | None]] = {}
+        # Each placeholder's value and the event it was first seen in (for its origin).
+        self._origins: dict[str, tuple[str, Event | None]] = {}
 
-    def rename(self, buffer: bytes, origin: Origin | None = None, *, keep: bool = True) -> bytes:
-        """``buffer`` with each volatile value replaced by its placeholder (``buffer``
-        itself when it holds none). With ``keep=False`` the values met for the first time
-        are numbered for this buffer only, and the renaming is left as it was."""
+    def rename(self, buffer: bytes, source: Event | None = None, *, keep: bool = True) -> bytes:
+        """``buffer`` (of the event ``source``, if any) with each volatile value replaced by
+        its placeholder (``buffer`` itself when it holds none). With ``keep=False`` the
+        values met for the first time are numbered for this buffer only, and the renaming
+        is left as it was."""
         found = self.volatile.matches(buffer)
         if not found:
             return buffer
-        names = self._names if keep else dict(self._names)
-        counts = self._counts if keep else dict(self._counts)
+        named = self._named if keep else self._fork()._named
         pieces: list[bytes] = []
         last = 0
         for start, end, label in found:
-            value = buffer[start:end]
-            name = names.get(value)
-            if name is None:
-                number = counts.get(label, 0) + 1
-                counts[label] = number
-                name = names[value] = f"<{label}#{number}>".encode()
-                if keep:
-                    self._origins[name.decode()] = (value.decode("utf-8", "replace"), origin)
-            pieces += (buffer[last:start], name)
+            pieces += (buffer[last:start], named(label, buffer[start:end], source))
             last = end
         pieces.append(buffer[last:])
         return b"".join(pieces)
 
-    def name(self, label: str, value: bytes, origin: Origin | None = None) -> str:
+    def _fork(self) -> Renaming:
+        """A renaming that goes on from this one, leaving it as it is."""
+        fork = Renaming(self.volatile)
+        fork._names, fork._counts = dict(self._names), dict(self._counts)
+        return fork
+
+    def name(self, label: str, value: bytes, source: Event | None = None) -> str:
         """The placeholder of a value found by its place, not its text (``value``: its
         canonical JSON bytes): numbered among its label's as :meth:`rename` numbers."""
-        key = b"@" + label.encode() + b":" + value
+        return self._named(label, value, source, b"@" + label.encode() + b":" + value).decode()
+
+    def _named(
+        self, label: str, value: bytes, source: Event | None, key: bytes | None = None
+    ) -> bytes:
+        """The placeholder of ``value`` (kept under ``key``, else the value itself): the one
+        it has, or the next of its label."""
+        key = value if key is None else key
         name = self._names.get(key)
         if name is None:
             number = self._counts.get(label, 0) + 1
             self._counts[label] = number
             name = self._names[key] = f"<{label}#{number}>".encode()
-            self._origins[name.decode()] = (value.decode("utf-8", "replace"), origin)
-        return name.decode()
-
-    def value_of(self, placeholder: str) -> str | None:
-        """The value a placeholder stands for in this run."""
-        found = self._origins.get(placeholder)
-        return None if found is None else found[0]
+            self._origins[name.decode()] = (value.decode("utf-8", "replace"), source)
+        return name
 
     def origin_of(self, placeholder: str) -> Origin | None:
         """Where the value a placeholder stands for first appeared in this run."""
         found = self._origins.get(placeholder)
-        return None if found is None else found[1]
+        return None if found is None or found[1] is None else Origin.of(found[1])
 
     def restore(self, text: str) -> str:
         """``text`` with each placeholder of this run put back as the value it stands for."""
@@ -385,9 +388,3 @@ def only_placeholders_differ(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` are the same text once every placeholder is taken out: what
     differs between them is which value stands where."""
     return _PLACEHOLDER.sub("", a) == _PLACEHOLDER.sub("", b) and a != b
-
-
-def renamed_all(buffers: Sequence[bytes], volatile: Volatile = BUILTIN) -> list[bytes]:
-    """Each of ``buffers`` renamed in order with one :class:`Renaming` (a run's events)."""
-    renaming = Renaming(volatile)
-    return [renaming.rename(b) for b in buffers]

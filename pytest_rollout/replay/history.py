@@ -156,11 +156,9 @@ class RequestHistory:
     def _renaming(self, start: int) -> Renaming | None:
         """The renaming a request's new messages continue: the previous request's (a request
         only ever extends the last one), or a new one for a conversation begun anew."""
-        if self._volatile is None:
-            return None
-        if start == 0 or self._names is None:
-            return Renaming(self._volatile)
-        return self._names
+        if self._volatile is None or start != 0:
+            return self._names  # None when nothing is renamed
+        return Renaming(self._volatile)
 
     def whole(self, messages: Any, tools: Any, params: Mapping[str, Any]) -> TurnRequest:
         """The turn of a request hashed whole (its messages are not a list: what is recorded
