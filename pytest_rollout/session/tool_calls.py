@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -29,6 +29,8 @@ from .tools import AnnouncedCalls, return_class
 __all__ = ["RunSide", "ToolCalls"]
 
 _clock = time.perf_counter
+#: A tool whose return class is not worked out yet.
+_UNSEEN: Final[Any] = object()
 
 
 class RunSide(Protocol):
@@ -64,6 +66,7 @@ class ToolCalls:
         "_live_only",
         "_rebuild_hook",
         "_replays",
+        "_returns",
         "_run",
         "_started",
     )
@@ -85,6 +88,7 @@ class ToolCalls:
         self._announced = AnnouncedCalls()
         self._started = False
         self._functions: dict[str, Callable[..., Any]] = {}  # each wrapped tool's function
+        self._returns: dict[str, Any] = {}  # the class each tool says it returns, once known
 
     @property
     def announced(self) -> AnnouncedCalls:
@@ -149,7 +153,9 @@ class ToolCalls:
         output = json_copy(call.output)
         returns = None
         if call.output_type is not None and name in self._functions:
-            returns = return_class(self._functions[name])
+            returns = self._returns.get(name, _UNSEEN)
+            if returns is _UNSEEN:  # worked out once a tool, when a typed result needs it
+                returns = self._returns[name] = return_class(self._functions[name])
         return rebuild_result(
             output, call.output_type, self._rebuild_hook, tool=name, returns=returns
         )

@@ -388,11 +388,12 @@ def return_class(fn: Callable[..., Any]) -> type | None:
         return annotation
     if not isinstance(annotation, str) or not annotation.strip().isidentifier():
         return None
+    name = annotation.strip()
     try:
-        scope = {**getattr(fn, "__globals__", {}), **inspect.getclosurevars(fn).nonlocals}
+        closed = inspect.getclosurevars(fn).nonlocals
     except (TypeError, ValueError):
         return None
-    found = scope.get(annotation.strip())
+    found = closed[name] if name in closed else getattr(fn, "__globals__", {}).get(name)
     return found if isinstance(found, type) else None
 
 
