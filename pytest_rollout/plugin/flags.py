@@ -20,6 +20,7 @@ __all__ = [
     "HMAC_KEY_VARIABLE",
     "NETWORK_POLICIES",
     "REDACTION_MODES",
+    "UNRECORDED_TOOLS",
     "add_options",
 ]
 
@@ -27,6 +28,8 @@ __all__ = [
 REDACTION_MODES: Final = ("redacted", "hashed", "full", "none")
 #: What a dry replay lets reach the network, the default first (``replay.seal.NetworkPolicy``).
 NETWORK_POLICIES: Final = ("loopback", "sealed", "open")
+#: What a dry replay does with a golden whose tool calls were not recorded, the default first.
+UNRECORDED_TOOLS: Final = ("fail", "warn")
 #: The analyzers' names (``analysis.analyzer_options.ANALYZERS``).
 ANALYZERS: Final = (
     "cost_anomaly",

@@ -25,6 +25,7 @@ from .flags import (
     HMAC_KEY_VARIABLE,
     NETWORK_POLICIES,
     REDACTION_MODES,
+    UNRECORDED_TOOLS,
 )
 from .volatile_settings import hook_volatile, ini_volatile, marker_exact, marker_volatile
 
@@ -183,8 +184,8 @@ class Settings:
 
 
 def _fail_unrecorded(config: pytest.Config) -> bool:
-    value = str(config.getini("rollout_unrecorded_tools")).strip() or "fail"
-    if value not in ("fail", "warn"):
+    value = str(config.getini("rollout_unrecorded_tools")).strip() or UNRECORDED_TOOLS[0]
+    if value not in UNRECORDED_TOOLS:
         raise pytest.UsageError(f"rollout_unrecorded_tools must be fail or warn, got {value!r}")
     return value == "fail"
 
@@ -467,7 +468,7 @@ class MarkerOptions:
                 f"{', '.join(NETWORK_POLICIES)}, got {network!r}"
             )
         unrecorded = kwargs.get("unrecorded_tools")
-        if unrecorded is not None and unrecorded not in ("fail", "warn"):
+        if unrecorded is not None and unrecorded not in UNRECORDED_TOOLS:
             raise RolloutError(
                 f"@pytest.mark.rollout(unrecorded_tools=...) must be 'fail' or 'warn', "
                 f"got {unrecorded!r}"
