@@ -16,7 +16,8 @@ when first asked (neither library is imported before that).
 In dry replay a request the golden cannot answer is refused by raising (a replay divergence,
 or a request that is not a model call) from the transport, and that error must reach the
 agent as it is: :func:`_for_the_agent` makes it one the sending SDK neither wraps nor
-retries (the Anthropic SDK turns any other exception into a retried ``APIConnectionError``).
+retries (the Anthropic SDK and the OpenAI SDK's 2.x line turn any other exception into a
+retried ``APIConnectionError``).
 """
 
 from __future__ import annotations
@@ -179,11 +180,15 @@ class _Library:
 
 # --------------------------------------------------------------------------- replay errors
 
-#: SDKs that wrap whatever their HTTP client raises (Anthropic's makes it an
-#: ``APIConnectionError``, "Connection error.", and retries it), except their own errors,
-#: which they raise as they are: the module, its errors' base class, and the header every
-#: request of that SDK carries.
-_WRAPPING_SDKS: Final = (("anthropic", "AnthropicError", "anthropic-version"),)
+#: SDKs that wrap whatever their HTTP client raises in a retried ``APIConnectionError``
+#: ("Connection error."), except their own errors, which they raise as they are: the
+#: module, its errors' base class, and the major versions that do so (``None``: every
+#: one). The OpenAI SDK's 3.x line wraps only HTTP errors, and its 1.x line wraps its own
+#: errors too, so nothing can pass through it unwrapped.
+_WRAPPING_SDKS: Final = (
+    ("anthropic", "AnthropicError", None),
+    ("openai", "OpenAIError", "2"),
+)
 
 _UNWRAPPED: dict[tuple[type, ...], type[RolloutError]] = {}
 
@@ -202,20 +207,39 @@ def _unwrapped_class(cls: type[RolloutError], bases: tuple[type, ...]) -> type[R
     return found
 
 
+def _sent_by(module: ModuleType, request: Any) -> bool:
+    """Whether ``request`` was built by the SDK ``module``: the Anthropic SDK says so by its
+    ``anthropic-version`` header; the OpenAI SDK by its package version, on a request that is
+    not the Anthropic SDK's."""
+    headers = request.headers
+    if module.__name__ == "anthropic":
+        return headers.get("anthropic-version") is not None
+    version = getattr(module, "__version__", None)
+    return (
+        headers.get("anthropic-version") is None
+        and version is not None
+        and headers.get("x-stainless-package-version") == version
+    )
+
+
 def _for_the_agent(exc: RolloutError, request: Any) -> None:
     """Dry replay's refusal of ``request`` (a replay divergence, a request that is not a
     model call), made to reach the agent unchanged through the SDK that sent it: never
     wrapped, never retried. The exception stays the same object (the session recorded it)
     and an instance of its own class; it only gains the SDK's error base."""
-    for module_name, base_name, header in _WRAPPING_SDKS:
-        base = getattr(sys.modules.get(module_name), base_name, None)
+    for module_name, base_name, major in _WRAPPING_SDKS:
+        module = sys.modules.get(module_name)
+        base = getattr(module, base_name, None)
         if (
-            isinstance(base, type)
+            module is not None
+            and isinstance(base, type)
             and issubclass(base, Exception)
             and not isinstance(exc, base)
-            and request.headers.get(header) is not None
+            and (major is None or str(getattr(module, "__version__", "")).split(".")[0] == major)
+            and _sent_by(module, request)
         ):
             exc.__class__ = _unwrapped_class(type(exc), (base,))
+            return
 
 
 # --------------------------------------------------------------------------- transports

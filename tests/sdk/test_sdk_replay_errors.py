@@ -226,3 +226,37 @@ def test_a_request_that_is_not_a_model_call_is_refused_once_and_unwrapped(packag
     with session.run(), pytest.raises(UnrecordedRequestError, match="is not a model call"):
         client.models.list()
     assert sent == ["0"]
+
+
+@pytest.mark.parametrize(
+    ("version", "headers", "unwrapped"),
+    [
+        # The 2.x line wraps any exception but its own in a retried APIConnectionError.
+        ("2.54.0", {"x-stainless-package-version": "2.54.0"}, True),
+        # The 3.x line lets everything but HTTP errors through: nothing to add.
+        ("3.57.0", {"x-stainless-package-version": "3.57.0"}, False),
+        # A request another SDK built (another version, or the Anthropic SDK's header).
+        ("2.54.0", {"x-stainless-package-version": "2.16.0"}, False),
+        (
+            "2.54.0",
+            {"x-stainless-package-version": "2.54.0", "anthropic-version": "2023-06-01"},
+            False,
+        ),
+    ],
+)
+def test_an_openai_2x_request_gets_its_divergence_as_an_sdk_error(
+    monkeypatch: pytest.MonkeyPatch, version: str, headers: dict[str, str], unwrapped: bool
+) -> None:
+    """On the OpenAI SDK's 2.x line only ``OpenAIError`` passes through unwrapped and
+    unretried, so the refusal gains that base there, and keeps its own class and text."""
+    from pytest_rollout.sdk.transport import _for_the_agent
+
+    monkeypatch.setattr(openai, "__version__", version)
+    request = httpx2.Request("POST", OPENAI_BASE_URL + "/chat/completions", headers=headers)
+    exc = UnrecordedRequestError("GET /v1/models is not a model call")
+    _for_the_agent(exc, request)
+    assert isinstance(exc, UnrecordedRequestError)
+    assert type(exc).__name__ == "UnrecordedRequestError"
+    assert isinstance(exc, openai.OpenAIError) is unwrapped
+    assert not isinstance(exc, openai.APIError)
+    assert str(exc) == "GET /v1/models is not a model call"
