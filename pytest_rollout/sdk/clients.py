@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from types import ModuleType
 from typing import Any, Final
 
@@ -59,10 +60,29 @@ def _library_of(cls: type) -> ModuleType | None:
     return None
 
 
+#: The model SDKs whose own HTTP client class tells which library they build on.
+_SDKS: Final = ("openai", "anthropic")
+
+
+def _sdk_library() -> ModuleType | None:
+    """The HTTP library every model SDK imported so far builds on (``None``: none is
+    imported, or they disagree). The SDKs are not imported here: a framework imports its
+    SDK before its test builds a client."""
+    libraries = set()
+    for name in _SDKS:
+        default = getattr(sys.modules.get(name), "DefaultHttpxClient", None)
+        library = _library_of(default) if isinstance(default, type) else None
+        if library is not None:
+            libraries.add(library)
+    return libraries.pop() if len(libraries) == 1 else None
+
+
 def _http_module(transport: Any, library: str | None = None) -> ModuleType:
     """The HTTP library to build on: ``library`` when asked for (a framework that wants an
     ``httpx.Client`` and is handed an ``httpx2.Client`` ignores it), else the one
-    ``transport`` belongs to, else ``httpx2`` (what current SDKs use), else ``httpx``."""
+    ``transport`` belongs to, else the one the loaded model SDKs build on (the OpenAI SDK's
+    2.x line, which frameworks pin, is on ``httpx``), else ``httpx2`` (what current SDKs
+    use), else ``httpx``."""
     found = None if transport is None else _library_of(type(transport))
     if library is not None:
         if library not in _HTTP_LIBRARIES:
@@ -76,6 +96,9 @@ def _http_module(transport: Any, library: str | None = None) -> ModuleType:
                 f"transport: pass a transport of {library}"
             )
         return _import(library, f"rollout.http_client(library={library!r})")
+    if found is not None:
+        return found
+    found = _sdk_library()
     if found is not None:
         return found
     for name in _HTTP_LIBRARIES:

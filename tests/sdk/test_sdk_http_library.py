@@ -79,3 +79,35 @@ def test_without_a_library_the_transport_decides() -> None:
     transport = httpx_transport(FakeModel(OPENAI_CHAT, (Say("hello"),)))
     assert type(session.http_client(transport=transport)) is httpx.Client
     assert type(session.http_client()) is httpx2.Client
+
+
+def _sdk(name: str, library: Any) -> Any:
+    """A stand-in for a model SDK whose own HTTP client class is of ``library``."""
+    import types
+
+    module = types.ModuleType(name)
+    module.DefaultHttpxClient = type("_DefaultHttpxClient", (library.Client,), {})  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize(
+    ("sdks", "expected"),
+    [
+        # The OpenAI SDK's 2.x line (what Strands, LlamaIndex and CrewAI pin) is on httpx.
+        ({"openai": httpx}, httpx.Client),
+        ({"openai": httpx, "anthropic": httpx}, httpx.Client),
+        ({"openai": httpx2, "anthropic": httpx2}, httpx2.Client),
+        # SDKs that disagree cannot tell: the current library.
+        ({"openai": httpx, "anthropic": httpx2}, httpx2.Client),
+    ],
+)
+def test_without_a_library_or_transport_the_loaded_sdks_decide(
+    monkeypatch: pytest.MonkeyPatch, sdks: dict[str, Any], expected: type
+) -> None:
+    import sys
+
+    for name in ("openai", "anthropic"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    for name, library in sdks.items():
+        monkeypatch.setitem(sys.modules, name, _sdk(name, library))
+    assert type(new_session(Mode.RECORD).http_client()) is expected
