@@ -29,8 +29,15 @@ from typing import Any, Final
 
 import orjson
 
-from ..format.events import LLM_TURN_COMPLETED, TOOL_CALL_COMPLETED, TOOL_CALL_STARTED, Event
+from ..format.events import (
+    LLM_TURN_COMPLETED,
+    LLM_TURN_STARTED,
+    TOOL_CALL_COMPLETED,
+    TOOL_CALL_STARTED,
+    Event,
+)
 from ..format.gcpause import collector_paused
+from .call_order import results_in_call_order
 from .ignore_paths import IgnorePath, _States
 from .volatile import BUILTIN, Renaming, Volatile
 
@@ -252,6 +259,10 @@ def _compared_data(event: Event, options: CanonicalOptions) -> dict[str, Any]:
     drop = options.drop_keys
     data = {k: v for k, v in event.data.items() if k not in drop}
     data.pop("step", None)
+    if event.type == LLM_TURN_STARTED:
+        ordered = results_in_call_order(data.get("messages"))
+        if ordered is not None:
+            data["messages"] = ordered
     paths = options.paths_for(event.type)
     if paths:
         data = _strip_paths(data, tuple((p, p.start) for p in paths))

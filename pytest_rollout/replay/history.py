@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import orjson
 
+from ..diff.call_order import results_in_call_order
 from ..diff.canonical import canonical_bytes
 from ..diff.volatile import Renaming, Volatile
 
@@ -124,6 +125,7 @@ class RequestHistory:
         if start not in (0, len(self._messages)):
             raise ValueError(f"a request extends {len(self._messages)} messages, not {start}")
         params = dict(params)
+        new = results_in_call_order(new) or new
         tail = self._encoded(new)
         state = hashlib.sha256(_OPEN) if start == 0 else self._state.copy()
         names = self._renaming(start)
