@@ -42,6 +42,13 @@ class DivergenceKind(StrEnum):
     def attribution(self) -> str:
         return _ATTRIBUTION[self]
 
+    @property
+    def attributed(self) -> str:
+        """Whom the kind is attributed to, in words: ``attributed to the agent``, or to
+        the harness, said as what it is (the configuration the agent runs with, never the
+        test's own set-up)."""
+        return _ATTRIBUTED[_ATTRIBUTION[self]]
+
 
 _TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
 _ANSWER_TYPES: Final = frozenset({LLM_TURN_COMPLETED, RUN_COMPLETED, RUN_FAILED})
@@ -61,6 +68,13 @@ _ATTRIBUTION: Final = {
 }
 
 
+#: The words for each attribution.
+_ATTRIBUTED: Final = {
+    "agent": "attributed to the agent",
+    "harness": "attributed to the harness: the agent's prompt, model or tools",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Divergence:
     """One departure from the recording: where, what kind, and a sentence of detail."""
@@ -74,7 +88,7 @@ class Divergence:
         return self.kind.attribution
 
     def headline(self) -> str:
-        return f"{self.kind.value} at step {self.step} (attributed to the {self.attribution})"
+        return f"{self.kind.value} at step {self.step} ({self.kind.attributed})"
 
 
 class ReplayDivergenceError(RolloutError):

@@ -63,8 +63,8 @@ def render_summary(verdict: Verdict, labels: Labels = LABELS) -> str:
     if headline is None:
         return _headline(None, labels)
     return (
-        f"{headline.kind.value} at step {headline.step} (attributed to the "
-        f"{headline.attribution}): {labels.b} left {labels.reference}"
+        f"{headline.kind.value} at step {headline.step} ({headline.kind.attributed}): "
+        f"{labels.b} left {labels.reference}"
     )
 
 
@@ -73,7 +73,7 @@ def _headline(headline: Divergence | None, labels: Labels) -> str:
         return f"{labels.b} matches {labels.reference}"
     return (
         f"{labels.b} left {labels.reference} at step {headline.step}: {headline.kind.value} "
-        f"(attributed to the {headline.attribution})"
+        f"({headline.kind.attributed})"
     )
 
 

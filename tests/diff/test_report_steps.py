@@ -72,7 +72,8 @@ def test_a_changed_model_is_reported_at_one_step_everywhere(
     result.assert_outcomes(failed=1)
     report = failure_sections(result)["test_agent"]
     assert report[:4] == [
-        "this run left its golden at step 0: setup_mismatch (attributed to the harness)",
+        "this run left its golden at step 0: setup_mismatch "
+        "(attributed to the harness: the agent's prompt, model or tools)",
         f"Golden: {GOLDEN}",
         "Divergence: first difference in data.model",
         report[3],
@@ -93,7 +94,10 @@ def test_a_changed_model_is_reported_at_one_step_everywhere(
     assert main(["diff", str(pytester.path / GOLDEN), str(pytester.path / SAVED)], out=out) == 1
     lines = out.getvalue().splitlines()
     # The same report, the same step, in the command's words.
-    assert lines[0] == "B left A at step 0: setup_mismatch (attributed to the harness)"
+    assert (
+        lines[0] == "B left A at step 0: setup_mismatch "
+        "(attributed to the harness: the agent's prompt, model or tools)"
+    )
     assert "Steps 0-2: 0 identical, 2 diverged, 1 only in A, 0 only in B" in lines
     assert "First divergence at step 0 (diverged)" in lines
 

@@ -121,7 +121,8 @@ def test_a_prompt_with_two_dates_where_it_had_one_fails(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "this run left its golden at step 1: prompt_mismatch (attributed to the harness)",
+            "this run left its golden at step 1: prompt_mismatch "
+            "(attributed to the harness: the agent's prompt, model or tools)",
             "Golden: golden/test_orders/test_order.jsonl",
             "Divergence: the request differs from the recorded one at messages[0].content: "
             "recorded …. Today is",

@@ -57,12 +57,14 @@ EXPECTED = {
         "(golden $0.0008 vs this run $0.00025)",
     ),
     "system-prompt": (
-        "at step 1: prompt_mismatch (attributed to the harness)",
+        "at step 1: prompt_mismatch "
+        "(attributed to the harness: the agent's prompt, model or tools)",
         "Divergence: the request differs from the recorded one at messages[0].content: ",
         f"Score: golden wins 4-1: {GOLDEN_FAILED}; this run takes steps (golden 2 vs this run 1)",
     ),
     "extra-turn": (
-        "at step 3: unrecorded_turn (attributed to the harness)",
+        "at step 3: unrecorded_turn "
+        "(attributed to the harness: the agent's prompt, model or tools)",
         "Divergence: the agent asked for turn 3 but ",
         f"Score: golden wins 5-0: {GOLDEN_FAILED}, steps (golden 2 vs this run 3)",
     ),

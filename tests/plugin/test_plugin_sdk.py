@@ -142,8 +142,8 @@ def test_an_sdk_agent_records_replays_offline_and_reports_a_changed_prompt(
     report = failure_sections(result)["test_agent"]
     # The run started with another prompt: step 0 leads, replay's refusal follows it.
     assert (
-        report[0]
-        == "this run left its golden at step 0: setup_mismatch (attributed to the harness)"
+        report[0] == "this run left its golden at step 0: setup_mismatch "
+        "(attributed to the harness: the agent's prompt, model or tools)"
     )
     assert report[2] == "Divergence: first difference in data.prompt"
     assert report[3].startswith("  then prompt_mismatch at step 1: the request differs")
@@ -161,7 +161,8 @@ def test_the_failure_report_of_a_changed_prompt(
     result = _run(pytester)
     result.assert_outcomes(failed=1)
     assert failure_sections(result)["test_agent"] == [
-        "this run left its golden at step 0: setup_mismatch (attributed to the harness)",
+        "this run left its golden at step 0: setup_mismatch "
+        "(attributed to the harness: the agent's prompt, model or tools)",
         "Golden: golden/test_agent/test_agent.jsonl",
         "Divergence: first difference in data.prompt",
         "  then prompt_mismatch at step 1: the request differs from the recorded one at "

@@ -174,7 +174,8 @@ def test_a_divergence_reaches_the_agent_unwrapped_sent_once_and_is_reported(
         # The agent gets the divergence itself, not "APIConnectionError: Connection error."
         assert fact["error"] == "pytest_rollout.ReplayDivergenceError", name
         assert str(fact["message"]).startswith(
-            "prompt_mismatch at step 1 (attributed to the harness): the request differs"
+            "prompt_mismatch at step 1 "
+            "(attributed to the harness: the agent's prompt, model or tools): the request differs"
         ), name
         # Anthropic's SDK lets its own errors through: the divergence is one (never an API
         # error, which an agent might handle as the service's answer).
@@ -188,7 +189,8 @@ def test_a_divergence_reaches_the_agent_unwrapped_sent_once_and_is_reported(
     assert len(sections) == CASES + 1
     for name, lines in sections.items():
         assert lines[0] == (
-            "this run left its golden at step 1: prompt_mismatch (attributed to the harness)"
+            "this run left its golden at step 1: prompt_mismatch "
+            "(attributed to the harness: the agent's prompt, model or tools)"
         ), name
         assert lines[2].startswith(
             "Divergence: the request differs from the recorded one at messages[0].content:"
