@@ -207,6 +207,7 @@ class TestRuns:
             prices=s.prices,
             analyzers=analyzers,
             rebuild=hooks.rebuild,
+            expects_model=marker.model_calls,
         )
         golden: LoadedGolden | None = None
         if mode.replays_tools:
@@ -314,7 +315,7 @@ class TestRuns:
 
     def _record_golden(self, item: pytest.Item, session: RolloutSession) -> None:
         report = item.stash.get(CALL_REPORT_KEY, None)
-        if report is None or not report.passed or session.engine.model_bypassed is not None:
+        if report is None or not report.passed or session.engine.unfit_for_golden:
             self.tally.not_recorded += 1
             return
         engine = session.engine

@@ -41,14 +41,15 @@ __all__ = ["MARKER_DOC", "HookSettings", "MarkerOptions", "Settings", "parse_rul
 MARKER_DOC: Final = (
     "rollout(golden=None, ignore=(), drop_keys=(), mode=None, allow_unconsumed=None, "
     "replay=True, redact=None, analyzers=(), network=None, volatile=True, exact=(), "
-    "unrecorded_tools=None): per-test "
+    "unrecorded_tools=None, model_calls=True): per-test "
     "settings of pytest-rollout: the golden's file name, fields to leave out of the "
     "comparison, the replay mode (dry or full), whether unconsumed recorded turns or tool "
     "results are allowed, replay=False for tests whose providers and tools are deterministic "
     "fakes (run live, no golden), the redaction mode (redacted, hashed, full or none), "
     "analyzers to turn on, what a dry replay may connect to (loopback, sealed or open), "
     "volatile=False to compare dates, uuids and provider ids as they are (or a list of "
-    "LABEL=REGEX patterns to rename as well), and exact=[paths] whose values are never renamed"
+    "LABEL=REGEX patterns to rename as well), exact=[paths] whose values are never renamed, "
+    "and model_calls=False for an agent that answers without a model on purpose"
 )
 _WHOLE_NUMBER: Final = re.compile(r"[0-9]+")
 
@@ -417,6 +418,9 @@ class MarkerOptions:
     #: ``unrecorded_tools=``: ``"fail"`` or ``"warn"`` for this test's dry replay of a golden
     #: with unrecorded tool calls (``None``: the ini key's).
     unrecorded_tools: str | None = None
+    #: ``model_calls=False``: the agent answers without a model on purpose, so a recorded
+    #: run with no model turn is not taken for a client the plugin did not see.
+    model_calls: bool = True
 
     @classmethod
     def check_keywords(cls, item: pytest.Item) -> None:
@@ -486,6 +490,7 @@ class MarkerOptions:
             volatile=marker_volatile(kwargs.get("volatile")),
             exact=marker_exact(kwargs.get("exact")),
             unrecorded_tools=unrecorded,
+            model_calls=kwargs.get("model_calls") is not False,
         )
 
 

@@ -118,6 +118,8 @@ class Engine:
         self._verdict: Verdict | None = None
         #: The tool called before any model turn, when one was (:meth:`tool_before_turn`).
         self.model_bypassed: str | None = None
+        #: Whether a recorded run completed without a model turn (:meth:`finish_completed`).
+        self.no_model_turn = False
 
     # -- the golden and its replay ------------------------------------------------
 
@@ -356,7 +358,24 @@ class Engine:
         context = {**data, "error": {**data["error"], "causes": causes(error)}}
         self._finish(RUN_FAILED, data, context)
 
+    @property
+    def unfit_for_golden(self) -> bool:
+        """Whether the run's model calls went around the plugin, so that it cannot be
+        written as a golden (the test fails and says why)."""
+        return self.model_bypassed is not None or self.no_model_turn
+
     def finish_completed(self, output: Any) -> None:
+        # A run that completed without one model turn, in a test that records: the agent's
+        # model calls went around the plugin (replaying it would reach the live service),
+        # unless the test says it answers without a model.
+        self.no_model_turn = (
+            self.mode is Mode.RECORD
+            and self.setup.expects_model
+            and self.started
+            and not self._finished
+            and self.recorder.step == 0
+            and self.model_bypassed is None
+        )
         totals = {"total_cost_usd": round(self._cost, 9) if self._costed else None}
         data = {
             "outcome": "completed",

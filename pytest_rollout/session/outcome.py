@@ -20,6 +20,7 @@ from ..errors import RolloutError
 from ..safety.sanitize import sanitize
 from ..store.golden import GoldenEditedError, GoldenMissingError, UnrecordedToolsError
 from .rollout import RolloutSession
+from .wiring import unwired_lines
 
 __all__ = ["How", "TestOutcome", "outcome_of"]
 
@@ -64,7 +65,7 @@ def outcome_of(
     stands). ``error`` is what the test raised (``None``: it passed)."""
     if isinstance(error, REFUSALS):
         return TestOutcome((str(error),), How.REPLACES)
-    unwired = _unwired(session)
+    unwired = _unwired(session, error)
     if unwired is not None:
         return unwired
     failed = session.failed_comparison
@@ -90,13 +91,15 @@ def outcome_of(
     return TestOutcome(rendered, How.BESIDE)
 
 
-def _unwired(session: RolloutSession) -> TestOutcome | None:
+def _unwired(session: RolloutSession, error: BaseException | None) -> TestOutcome | None:
     """A run that reached past the plugin fails, whatever the test did: its model calls
-    went around it, or a sealed replay refused a connection (raised, or swallowed by the
-    agent)."""
-    bypassed = session.engine.model_bypassed
-    if bypassed is not None:
-        return TestOutcome(bypass_lines(bypassed), How.FAILS)
+    went around it (a tool called before any model turn, or none at all in a recorded run),
+    or a sealed replay refused a connection (raised, or swallowed by the agent)."""
+    engine = session.engine
+    if engine.unfit_for_golden:
+        # A run with no model turn that failed on its own error: that error leads.
+        how = How.BESIDE if engine.model_bypassed is None and error is not None else How.FAILS
+        return TestOutcome(unwired_lines(engine.model_bypassed), how)
     breaches = session.network_breaches
     if not breaches:
         return None
@@ -104,21 +107,6 @@ def _unwired(session: RolloutSession) -> TestOutcome | None:
     if len(breaches) > 1:
         lines.append(f"({len(breaches) - 1} more connection(s) were refused after it)")
     return TestOutcome(tuple(lines), How.FAILS)
-
-
-def bypass_lines(tool: str) -> tuple[str, ...]:
-    """Why a run whose first tool call came before any model turn fails."""
-    return (
-        f"this run called the tool {sanitize(tool)} before pytest-rollout saw any model turn: "
-        "the agent's model",
-        "calls do not go through the plugin, so they were made live and cannot be replayed "
-        "(no golden is",
-        "written from this run). Build the model client with rollout.openai(), "
-        "rollout.anthropic(),",
-        "rollout.http_client() or rollout.provider() (docs/sdk-agents.md), and check that the "
-        "framework",
-        "uses the client it is given (docs/frameworks.md).",
-    )
 
 
 def _raised_in(error: BaseException, code: CodeType | None) -> bool:

@@ -32,7 +32,8 @@ class RunSetup:
     lets a run stop before the golden did; ``error_types`` are the event types the score
     counts as errors besides the built-in families; ``run_display`` is where the run is
     saved, as a report shows it; ``rebuild`` turns a recorded typed result back into its
-    type when the built-in rebuild cannot (``pytest_rollout_rebuild_result``).
+    type when the built-in rebuild cannot (``pytest_rollout_rebuild_result``);
+    ``expects_model`` says whether a recorded run that made no model call is a mistake.
     """
 
     test_id: str = "test"
@@ -46,3 +47,6 @@ class RunSetup:
     prices: Mapping[str, Price] = field(default_factory=lambda: PRICES)
     analyzers: AnalyzerOptions = field(default_factory=AnalyzerOptions)
     rebuild: Callable[[str, Any], Any] | None = None
+    #: Whether a recorded run must make a model call (``False``: the agent answers without
+    #: one on purpose, ``@pytest.mark.rollout(model_calls=False)``).
+    expects_model: bool = True

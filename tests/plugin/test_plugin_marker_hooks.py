@@ -156,7 +156,7 @@ def test_other():
         [
             "ERROR: test_typo.py::test_typo: @pytest.mark.rollout does not take ignroe; "
             "its keywords are golden, ignore, drop_keys, mode, allow_unconsumed, replay, "
-            "redact, analyzers, network, volatile, exact, unrecorded_tools"
+            "redact, analyzers, network, volatile, exact, unrecorded_tools, model_calls"
         ]
     )
 

@@ -11,6 +11,10 @@ import pytest
 from plugin_agent import IN_PROCESS
 
 NOTE_TEST = """
+import pytest
+
+
+@pytest.mark.rollout(model_calls=False)  # a run of custom events, no model
 def test_note(rollout, golden):
     with rollout.run(prompt="hi") as run:
         rollout.emit("agent.note", text="ticket TICKET-4242", stamp="{stamp}")

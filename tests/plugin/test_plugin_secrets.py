@@ -157,6 +157,9 @@ def test_user_rules_from_ini_and_hooks(pytester: pytest.Pytester) -> None:
     )
     pytester.makepyfile(
         test_user="""
+        import pytest
+
+        @pytest.mark.rollout(model_calls=False)
         def test_user(rollout, golden):
             with rollout.run(prompt="EMP-123456 and TICKET-77") as run:
                 rollout.emit("hook.note", headers={"X-Internal": "opaque"})
@@ -194,6 +197,9 @@ def test_a_bad_user_rule_stops_the_session(
 def test_a_secret_only_the_final_scan_sees_stops_the_golden(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_leak=f"""
+        import pytest
+
+        @pytest.mark.rollout(model_calls=False)
         def test_leak(rollout, golden):
             with rollout.run(prompt="hi") as run:
                 rollout.emit("note." + {SECRET_KEY[:8]!r} + {SECRET_KEY[8:]!r})
@@ -249,6 +255,9 @@ def test_the_readme_signature_rule_works_from_an_ini_file(pytester: pytest.Pytes
     )
     pytester.makepyfile(
         test_url="""
+        import pytest
+
+        @pytest.mark.rollout(model_calls=False)
         def test_url(rollout, golden):
             url = "https://a.blob.core.windows.net/c/b?sv=2022&sig=abc%2Bdef%3D&se=2026"
             with rollout.run(prompt=url) as run:
@@ -270,6 +279,7 @@ KEY = "sk-" + "ant-" + "api03-" + "Q7" * 24
 
 
 @pytest.mark.parametrize("key", [KEY, "plain"])
+@pytest.mark.rollout(model_calls=False)
 def test_key(rollout, golden, key):
     with rollout.run(prompt="hello") as run:
         run.output = "done"

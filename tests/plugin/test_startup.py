@@ -117,6 +117,8 @@ def test_a_session_with_a_rollout_test_loads_them(tmp_path: Path) -> None:
     """The other side of the test above: the probe sees them when they are used."""
     (tmp_path / "conftest.py").write_text(LAYERS_CONFTEST, encoding="utf-8")
     (tmp_path / "test_agent_run.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.rollout(model_calls=False)\n"
         "def test_agent_run(rollout):\n"
         "    with rollout.run(prompt='hi') as run:\n"
         "        run.output = 'hello'\n",

@@ -222,3 +222,42 @@ def test_the_port_names_the_run_from_the_first_request_only() -> None:
         llm.complete([])
     started = session.events()[0].data
     assert (started["provider"], started["model"]) == ("openai", "gpt-4o")
+
+
+def test_a_recorded_run_without_a_model_turn_fails_and_names_the_frameworks_in_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "langchain_openai", types.ModuleType("langchain_openai"))
+    session = new_session(Mode.RECORD)
+    with session.run(prompt="Weather in Paris?") as run:
+        run.output = "Sunny."  # the model was asked around the plugin
+    session.close()
+    assert session.engine.unfit_for_golden
+    outcome = outcome_of(session, None)
+    assert outcome is not None
+    assert outcome.how is How.FAILS
+    assert "Frameworks imported here, and how each takes the client:" in outcome.lines
+    assert any(line.startswith("  langchain-openai: ChatOpenAI(") for line in outcome.lines)
+    # A test that failed on its own error keeps it first: the explanation goes beside.
+    outcome = outcome_of(session, ValueError("boom"))
+    assert outcome is not None
+    assert outcome.how is How.BESIDE
+
+
+@pytest.mark.parametrize("mode", [Mode.LIVE, Mode.DRY])
+def test_only_a_recording_needs_a_model_turn(mode: Mode) -> None:
+    golden = None
+    if mode is Mode.DRY:
+        recording = new_session(Mode.RECORD, expects_model=False)
+        with recording.run(prompt="hi") as run:
+            run.output = "hello"
+        recording.close()
+        golden = recording.recorder.rollout()
+    session = new_session(mode, golden)
+    with session.run(prompt="hi") as run:
+        run.output = "hello"
+    session.close()
+    assert not session.engine.unfit_for_golden
