@@ -301,6 +301,31 @@ def test_ids_in_text_and_thread_continuations_are_renamed_like_call_ids() -> Non
     assert not compare(golden, other).identical  # the text names another call than it made
 
 
+def _quoted(call_id: str, quoted: str | None = None) -> list[Event]:
+    """A structured call, then the next message quoting its id in text (``quoted``: the id
+    it quotes, if not the call's), as smolagents' tool-calling agent does."""
+    said = f"Calling tools: [{{'id': '{quoted or call_id}', 'name': 'get_weather'}}]"
+    call = {"id": call_id, "name": "get_weather", "arguments": {"city": "Paris"}}
+    events: list[tuple[str, dict[str, Any], int]] = [
+        ("run.started", {}, 0),
+        ("llm.turn.started", {"messages": [{"role": "user", "content": "Weather?"}]}, 1),
+        ("llm.turn.completed", {"content": None, "tool_calls": [call]}, 1),
+        ("tool.call.started", {"call_id": call_id, "name": "get_weather", "arguments": {}}, 1),
+        ("tool.call.completed", {"call_id": call_id, "name": "get_weather", "output": "18C"}, 1),
+        ("llm.turn.started", {"messages": [{"role": "assistant", "content": said}]}, 2),
+        ("llm.turn.completed", {"content": "It is 18C.", "tool_calls": []}, 2),
+        ("run.completed", {"outcome": "completed"}, 2),
+    ]
+    return [Event(i, "t", t, d, s, i + 1) for i, (t, d, s) in enumerate(events)]
+
+
+def test_a_call_id_quoted_in_text_matches_the_call_it_quotes_across_runs() -> None:
+    golden = _quoted("call_8fK2abcdEFGH1234xyz9")
+    assert compare(golden, _quoted("call_Zq91mnopQRST5678uvw0")).identical
+    other = _quoted("call_Zq91mnopQRST5678uvw0", quoted="call_Yy00abcdEFGH1234xyz9")
+    assert not compare(golden, other).identical
+
+
 # -- values found by their place -----------------------------------------------------------
 
 
