@@ -34,6 +34,16 @@ __all__ = ["NetworkPolicy", "NetworkSeal", "RolloutNetworkError"]
 LOCAL_NAMES: Final = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
+def _host_text(host: bytes) -> str:
+    """A host name given as bytes (anyio, under httpx's async client, passes it IDNA-encoded),
+    as text; bytes that are not IDNA are shown with their undecodable bytes replaced (the
+    IDNA codec refuses every error handler but ``strict``)."""
+    try:
+        return host.decode("idna")
+    except UnicodeError:
+        return host.decode("ascii", errors="replace")
+
+
 class NetworkPolicy(StrEnum):
     """Which outbound connections a dry replay lets through."""
 
@@ -134,13 +144,12 @@ class NetworkSeal:
             return result
 
         def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(host, bytes):
-                host = host.decode("idna", errors="replace")
-            if isinstance(host, str) and host and not seal.allows(host):
+            name = _host_text(host) if isinstance(host, bytes) else host
+            if isinstance(name, str) and name and not seal.allows(name):
                 port = args[0] if args else kwargs.get("port")
-                raise seal._refuse(host, port if isinstance(port, int) else None)
+                raise seal._refuse(name, port if isinstance(port, int) else None)
             found = getaddrinfo(host, *args, **kwargs)
-            if isinstance(host, str) and host.strip().lower() in seal.allowed:
+            if isinstance(name, str) and name.strip().lower() in seal.allowed:
                 seal._addresses.update(str(info[4][0]).lower() for info in found)
             return found
 
@@ -155,7 +164,7 @@ class NetworkSeal:
         if isinstance(address, tuple) and address and isinstance(address[0], str | bytes):
             host = address[0]
             if isinstance(host, bytes):
-                host = host.decode("idna", errors="replace")
+                host = _host_text(host)
             port = address[1] if len(address) > 1 and isinstance(address[1], int) else None
             if not self.allows(host):
                 raise self._refuse(host, port)

@@ -60,6 +60,19 @@ def test_loopback_goes_through_and_another_host_is_refused_before_any_attempt(
     assert "rollout_allow_hosts = 203.0.113.7" in str(refused.value)
 
 
+def test_a_host_given_as_bytes_is_refused_by_name(attempts: list[Any]) -> None:
+    """anyio (under httpx's async client) looks a host up by its IDNA bytes; a name that is
+    not IDNA is still refused by name, never with a codec error."""
+    seal = NetworkSeal(NetworkPolicy.LOOPBACK, allow=["bücher.example"])
+    with seal:
+        with pytest.raises(RolloutNetworkError, match=r"reached api\.example\.com:443"):
+            socket.getaddrinfo(b"api.example.com", 443)
+        with pytest.raises(RolloutNetworkError, match="reached a\ufffdb:443"):
+            socket.getaddrinfo(b"a\xffb", 443)
+        socket.getaddrinfo("bücher.example".encode("idna"), 443)
+    assert attempts == [("getaddrinfo", b"xn--bcher-kva.example")]
+
+
 def test_sealed_refuses_loopback_too_and_named_hosts_go_through(attempts: list[Any]) -> None:
     told: list[RolloutNetworkError] = []
     seal = NetworkSeal(NetworkPolicy.SEALED, allow=["models.internal"], on_breach=told.append)
