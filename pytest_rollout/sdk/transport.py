@@ -16,8 +16,8 @@ when first asked (neither library is imported before that).
 In dry replay a request the golden cannot answer is refused by raising (a replay divergence,
 or a request that is not a model call) from the transport, and that error must reach the
 agent as it is: :func:`_for_the_agent` makes it one the sending SDK neither wraps nor
-retries (the Anthropic SDK and the OpenAI SDK's 2.x line turn any other exception into a
-retried ``APIConnectionError``).
+retries (the Anthropic SDK, and the OpenAI SDK before its 3.20 release, turn any other
+exception into a retried ``APIConnectionError``).
 """
 
 from __future__ import annotations
@@ -182,13 +182,10 @@ class _Library:
 
 #: SDKs that wrap whatever their HTTP client raises in a retried ``APIConnectionError``
 #: ("Connection error."), except their own errors, which they raise as they are: the
-#: module, its errors' base class, and the major versions that do so (``None``: every
-#: one). The OpenAI SDK's 3.x line wraps only HTTP errors, and its 1.x line wraps its own
-#: errors too, so nothing can pass through it unwrapped.
-_WRAPPING_SDKS: Final = (
-    ("anthropic", "AnthropicError", None),
-    ("openai", "OpenAIError", "2"),
-)
+#: module and its errors' base class. The OpenAI SDK did so up to its 3.1x releases; later
+#: ones wrap only HTTP errors, and its own errors still pass as they are. Its 1.x line
+#: wraps even its own errors: nothing passes through it unwrapped.
+_WRAPPING_SDKS: Final = (("anthropic", "AnthropicError"), ("openai", "OpenAIError"))
 
 _UNWRAPPED: dict[tuple[type, ...], type[RolloutError]] = {}
 
@@ -227,7 +224,7 @@ def _for_the_agent(exc: RolloutError, request: Any) -> None:
     model call), made to reach the agent unchanged through the SDK that sent it: never
     wrapped, never retried. The exception stays the same object (the session recorded it)
     and an instance of its own class; it only gains the SDK's error base."""
-    for module_name, base_name, major in _WRAPPING_SDKS:
+    for module_name, base_name in _WRAPPING_SDKS:
         module = sys.modules.get(module_name)
         base = getattr(module, base_name, None)
         if (
@@ -235,7 +232,6 @@ def _for_the_agent(exc: RolloutError, request: Any) -> None:
             and isinstance(base, type)
             and issubclass(base, Exception)
             and not isinstance(exc, base)
-            and (major is None or str(getattr(module, "__version__", "")).split(".")[0] == major)
             and _sent_by(module, request)
         ):
             exc.__class__ = _unwrapped_class(type(exc), (base,))

@@ -1,10 +1,11 @@
 """A dry-replay divergence reaches the agent as itself, through either SDK, sync or async.
 
-The Anthropic SDK wraps whatever its HTTP client raises in a retried ``APIConnectionError``
-("Connection error."); the OpenAI SDK lets it through. Replay's refusal of a request must
-reach the agent as the ``ReplayDivergenceError`` it is on both: sent once (never retried,
-even with the SDK's default ``max_retries=2``), recorded once, the live service never
-called, and the test's failure report naming the divergence's kind and step.
+The Anthropic SDK (and the OpenAI SDK before 3.20) wraps whatever its HTTP client raises
+in a retried ``APIConnectionError`` ("Connection error."), except its own errors. Replay's
+refusal of a request must reach the agent as the ``ReplayDivergenceError`` it is on both:
+sent once (never retried, even with the SDK's default ``max_retries=2``), recorded once,
+the live service never called, and the test's failure report naming the divergence's kind
+and step.
 """
 
 from __future__ import annotations
@@ -177,9 +178,9 @@ def test_a_divergence_reaches_the_agent_unwrapped_sent_once_and_is_reported(
             "prompt_mismatch at step 1 "
             "(attributed to the harness: the agent's prompt, model or tools): the request differs"
         ), name
-        # Anthropic's SDK lets its own errors through: the divergence is one (never an API
-        # error, which an agent might handle as the service's answer).
-        assert fact["sdk_error"] is name.startswith("test_agent[anthropic"), name
+        # Each SDK lets its own errors through: the divergence is one (never an API error,
+        # which an agent might handle as the service's answer).
+        assert fact["sdk_error"] is True, name
         assert fact["api_error"] is False, name
         assert fact["sent"] == ["0"], name  # sent once: the SDK did not retry it
         assert fact["divergences"] == 1, name
@@ -233,10 +234,11 @@ def test_a_request_that_is_not_a_model_call_is_refused_once_and_unwrapped(packag
 @pytest.mark.parametrize(
     ("version", "headers", "unwrapped"),
     [
-        # The 2.x line wraps any exception but its own in a retried APIConnectionError.
+        # 2.x and early 3.x wrap any exception but their own in a retried APIConnectionError.
         ("2.54.0", {"x-stainless-package-version": "2.54.0"}, True),
-        # The 3.x line lets everything but HTTP errors through: nothing to add.
-        ("3.57.0", {"x-stainless-package-version": "3.57.0"}, False),
+        ("3.3.0", {"x-stainless-package-version": "3.3.0"}, True),
+        # Later 3.x releases let their own errors through as well: the same error works.
+        ("3.57.0", {"x-stainless-package-version": "3.57.0"}, True),
         # A request another SDK built (another version, or the Anthropic SDK's header).
         ("2.54.0", {"x-stainless-package-version": "2.16.0"}, False),
         (
@@ -246,11 +248,12 @@ def test_a_request_that_is_not_a_model_call_is_refused_once_and_unwrapped(packag
         ),
     ],
 )
-def test_an_openai_2x_request_gets_its_divergence_as_an_sdk_error(
+def test_an_openai_request_gets_its_refusal_as_an_sdk_error(
     monkeypatch: pytest.MonkeyPatch, version: str, headers: dict[str, str], unwrapped: bool
 ) -> None:
-    """On the OpenAI SDK's 2.x line only ``OpenAIError`` passes through unwrapped and
-    unretried, so the refusal gains that base there, and keeps its own class and text."""
+    """The OpenAI SDK lets only ``OpenAIError`` through unwrapped and unretried on every
+    line that wraps, so the refusal gains that base for the requests it built, and keeps
+    its own class and text."""
     from pytest_rollout.sdk.transport import _for_the_agent
 
     monkeypatch.setattr(openai, "__version__", version)
