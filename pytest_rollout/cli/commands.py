@@ -74,12 +74,13 @@ def _fork(args: argparse.Namespace, out: TextIO) -> int:
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     from ..diff.integrity import check as check_integrity
+    from ..format.files import rollouts_in
     from ..format.loader import loads, read_rollout_bytes
     from ..store.receipt import verify
 
     checked: list[tuple[str, IntegrityReport, Verification]] = []
     refused = False
-    for path in args.files:
+    for path, _ in rollouts_in(args.files):
         try:
             # One read: the bytes checked against the receipt are the bytes loaded.
             data = read_rollout_bytes(path)

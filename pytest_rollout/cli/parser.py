@@ -144,7 +144,12 @@ def _add_check(commands: Any) -> None:
         "match (or is corrupt), 2 when a file cannot be loaded. A missing receipt is shown, "
         "not counted.",
     )
-    check.add_argument("files", metavar="FILE.jsonl", nargs="+", help="the rollouts to check")
+    check.add_argument(
+        "files",
+        metavar="FILE.jsonl",
+        nargs="+",
+        help="the rollouts to check (a directory: every *.jsonl under it)",
+    )
     check.add_argument("--json", action="store_true", help="print the reports as JSON")
 
 

@@ -20,7 +20,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Final
@@ -40,6 +40,7 @@ __all__ = [
     "open_file",
     "read_regular",
     "refuse_link",
+    "rollouts_in",
     "sync_directory",
 ]
 
@@ -364,6 +365,23 @@ def read_regular(name: str, limit: int, what: str) -> bytes:
         raise Unreadable(f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def rollouts_in(paths: Iterable[str]) -> list[tuple[str, str | None]]:
+    """Each rollout ``paths`` name, as ``(path, name)``: a file as it is (``name`` is
+    ``None``), a directory as the ``*.jsonl`` files under it, sorted and named relative to
+    it. A directory with none is a :class:`RolloutError`."""
+    found: list[tuple[str, str | None]] = []
+    for given in paths:
+        if not os.path.isdir(given):
+            found.append((given, None))
+            continue
+        root = Path(given)
+        inside = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+        if not inside:
+            raise RolloutError(f"no rollout (*.jsonl) under {given}")
+        found.extend((str(p), p.relative_to(root).as_posix()) for p in inside)
+    return found
 
 
 def _file_kind(mode: int) -> str:

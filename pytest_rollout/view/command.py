@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import RolloutError
-from ..format.files import atomic_write
+from ..format.files import atomic_write, rollouts_in
 from ..format.gcpause import collector_paused
 from ..safety.sanitize import sanitize
 from .entries import diff_entry, run_entry
@@ -29,16 +29,7 @@ def collect_entries(paths: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
         a, b = paths
         name = f"{Path(a).name} vs {Path(b).name}"
         return name, [diff_entry(a, b, name=name, status="compared")]
-    entries: list[dict[str, Any]] = []
-    for given in paths:
-        if os.path.isdir(given):
-            root = Path(given)
-            found = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
-            entries.extend(run_entry(str(p), name=p.relative_to(root).as_posix()) for p in found)
-        else:
-            entries.append(run_entry(given))
-    if not entries:
-        raise RolloutError(f"no rollout (*.jsonl) under {', '.join(paths)}")
+    entries = [run_entry(path, name=name) for path, name in rollouts_in(paths)]
     title = Path(paths[0]).name if len(paths) == 1 else f"{len(entries)} rollouts"
     return title, entries
 

@@ -30,6 +30,7 @@ def record(path: Path, events: list[Line]) -> Path:
     recorder = Recorder(clock=lambda: T0 + next(ticks) * 250_000_000)
     for kind, data in events:
         recorder.emit(kind, data)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(recorder.getvalue())
     return path
 
@@ -259,11 +260,23 @@ def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     )
 
 
-def test_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert check(tmp_path) == (2, "")
-    err = capsys.readouterr().err
-    assert err.startswith(f"rollout: error: {tmp_path}: is a directory")
-    assert err.count("\n") == 1
+def test_a_directory_is_every_rollout_under_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = tmp_path / "golden"
+    good = record(golden / "test_b" / "good.jsonl", trip())
+    broken = record(golden / "test_a" / "broken.jsonl", trip(broken=True))
+    (golden / "test_a" / "notes.txt").write_text("not a rollout", encoding="utf-8")
+    code, out = check(golden)
+    assert code == 1
+    assert [line for line in out.splitlines() if not line.startswith("  ")] == [
+        f"{broken}: 4 mismatches",
+        f"{good}: matched",
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert check(empty) == (2, "")
+    assert capsys.readouterr().err == f"rollout: error: no rollout (*.jsonl) under {empty}\n"
 
 
 def test_a_refused_file_among_good_ones(
