@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import wraps
@@ -397,6 +398,22 @@ def return_class(fn: Callable[..., Any]) -> type | None:
     return found if isinstance(found, type) else None
 
 
+def _resolved(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``wrapper`` with ``fn``'s annotations as types where ``fn`` holds them as strings
+    (``from __future__ import annotations``): a framework that builds a tool's schema by
+    resolving them in the wrapper's globals (AutoGen) would look in this module's, where
+    ``Literal`` or the tool's own classes are not. Left as strings when they do not resolve."""
+    annotations = getattr(fn, "__annotations__", None)
+    if not annotations or not any(isinstance(a, str) for a in annotations.values()):
+        return wrapper
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:  # a name defined later, or only under TYPE_CHECKING: keep the text
+        return wrapper
+    wrapper.__annotations__ = {key: hints.get(key, value) for key, value in annotations.items()}
+    return wrapper
+
+
 def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` recorded as tool ``name``: sync or async, as ``fn`` is."""
     bind = _binder(fn)
@@ -410,7 +427,7 @@ def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callab
                 engine, name, bind(args, kwargs), lambda: fn(*args, **kwargs)
             )
 
-        return async_tool
+        return _resolved(async_tool, fn)
 
     # call_recorded, inline and with its methods bound once: a wrapped sync tool's own cost
     # is on every call the agent makes (the tool-call benchmark times this path).
@@ -430,4 +447,4 @@ def wrap_tool(engine: ToolRecorder, name: str, fn: Callable[..., Any]) -> Callab
         engine.tool_returned(name, call_id, t0, result)
         return result
 
-    return tool
+    return _resolved(tool, fn)

@@ -14,9 +14,10 @@ import datetime
 import enum
 import inspect
 import itertools
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import pytest
@@ -340,3 +341,38 @@ def test_a_call_without_a_signature_keeps_its_arguments_as_given() -> None:
     binder = Binder(None)
     assert binder((1, 2), {"k": 3}) == {"args": [1, 2], "k": 3}
     assert binder((), {"k": 3}) == {"k": 3}
+
+
+def _unit_tool(city: str, unit: Literal["c", "f"] = "c") -> dict[str, str]:
+    """A tool whose annotations this module holds as text (``from __future__ import
+    annotations``), naming ``Literal``, which the wrapper's own module does not import."""
+    return {"city": city, "unit": unit}
+
+
+async def _async_unit_tool(city: str, unit: Literal["c", "f"] = "c") -> Later:
+    return Later()
+
+
+class Later:
+    pass
+
+
+def test_a_wrapped_tool_carries_its_annotations_as_types() -> None:
+    """A framework that builds the tool's schema by resolving its hints in the wrapper's
+    globals (AutoGen) gets the tool's own types."""
+    session = RolloutSession(RunSetup(), Recorder())
+    sync_tool, async_tool = session.tools([_unit_tool, _async_unit_tool])
+    for tool in (sync_tool, async_tool):
+        hints = typing.get_type_hints(tool, tool.__globals__)
+        assert hints["unit"] == Literal["c", "f"]
+        assert hints["city"] is str
+    assert typing.get_type_hints(async_tool)["return"] is Later
+
+
+def test_annotations_that_do_not_resolve_stay_as_text() -> None:
+    def tool(city: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return str(city)
+
+    session = RolloutSession(RunSetup(), Recorder())
+    (wrapped,) = session.tools([tool])
+    assert wrapped.__annotations__ == {"city": "Missing", "return": "str"}
