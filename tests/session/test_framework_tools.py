@@ -11,6 +11,7 @@ frameworks read the tools' annotations, and the tools are defined inside the tes
 """
 
 import asyncio
+import inspect
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -269,6 +270,45 @@ def test_an_unknown_object_is_a_type_error_naming_it_and_what_is_accepted() -> N
     assert "Widget" in message
     assert "FunctionTool (@function_tool)" in message
     assert "pydantic-ai Tool and FunctionToolset" in message
+
+
+def test_a_tool_another_framework_decorated_is_refused_with_the_way_to_wrap_it() -> None:
+    """Strands' ``@tool`` makes a method descriptor: callable, and ``inspect.isroutine``
+    says it is a routine. Wrapped as a function it came back as one, Strands dropped it as
+    an unknown tool, and the test recorded a model with no tools."""
+
+    class DecoratedFunctionTool:
+        __module__ = "strands.tools.decorator"
+
+        def __init__(self, fn: Any) -> None:
+            self.fn = fn
+            self.__name__ = fn.__name__
+
+        def __get__(self, instance: Any, owner: Any = None) -> Any:
+            return self
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            return self.fn(*args, **kwargs)
+
+    def get_weather(city: str) -> str:
+        return city
+
+    decorated = DecoratedFunctionTool(get_weather)
+    assert inspect.isroutine(decorated)
+    with pytest.raises(TypeError) as caught:
+        wrap_tools(StubRecorder(), [decorated])
+    assert str(caught.value).startswith(
+        "rollout.tools() does not know how to wrap objects of type "
+        "strands.tools.decorator.test_a_tool_another_framework_decorated_is_refused_with_the_"
+        "way_to_wrap_it.<locals>.DecoratedFunctionTool; it takes plain functions,"
+    )
+    assert str(caught.value).endswith(
+        "wrap the plain function, then decorate what comes back, "
+        "[tool(f) for f in rollout.tools([get_weather])] (docs/frameworks.md)"
+    )
+    # Built-ins and methods are still wrapped as themselves.
+    names = wrap_tools(StubRecorder(), [print, StubRecorder().expect_return])[1]
+    assert names == ["print", "expect_return"]
 
 
 def test_wrapping_plain_functions_imports_no_framework() -> None:

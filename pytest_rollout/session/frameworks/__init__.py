@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import Any, Final
 
 from ..tools import ToolRecorder, wrap_tool
-from .accepted import ACCEPTED
+from .accepted import ACCEPTED, unsupported
 
 __all__ = ["ACCEPTED", "wrap_tools"]
 
@@ -62,12 +62,19 @@ def wrap_one(recorder: ToolRecorder, obj: Any) -> tuple[Any, list[str]]:
             module, __name__
         ).wrap
         return wrap(recorder, obj)
-    if inspect.isroutine(obj) or isinstance(obj, partial):
+    if _is_plain(obj):
         return _plain(recorder, obj)
-    raise TypeError(
-        f"rollout.tools() does not know how to wrap a {type(obj).__module__}."
-        f"{type(obj).__qualname__}; it takes {ACCEPTED}"
-    )
+    raise unsupported(obj)
+
+
+def _is_plain(obj: Any) -> bool:
+    """Whether ``obj`` is a function, a method, a built-in or a partial: what is wrapped as
+    itself. An object of another library that only acts like one (Strands' decorated tools
+    are method descriptors) is not: wrapped as a function, it would come back as one, and
+    its framework would drop it as an unknown tool."""
+    if inspect.isfunction(obj) or inspect.ismethod(obj) or isinstance(obj, partial):
+        return True
+    return inspect.isroutine(obj) and type(obj).__module__ == "builtins"
 
 
 def wrap_tools(recorder: ToolRecorder, tools: Sequence[Any]) -> tuple[list[Any], list[str]]:
