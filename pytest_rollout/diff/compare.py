@@ -39,7 +39,7 @@ from .canonical import (
     step_in_announced_order,
 )
 from .volatile import Renaming
-from .volatile_runs import may_hold_volatile, shown_as_recorded, volatile_renamed
+from .volatile_runs import may_hold_volatile, renamed_pair, shown_as_recorded
 
 __all__ = [
     "Comparison",
@@ -329,18 +329,12 @@ def compare(
         return comparison  # equal as recorded: equal renamed, as each run renames alike
     if not (may_hold_volatile(a, first.step, options) or may_hold_volatile(b, first.step, options)):
         return comparison
-    a, originals_a, renaming_a = volatile_renamed(a, options)
-    # Renamed as recorded, then aligned: an id the renaming knows gets the same placeholder
-    # in a call and in text that quotes it (an agent that writes the call into its next
-    # message), which aligning first would tell apart; the alignment is for the others.
-    renamed_b, _, renaming_b = volatile_renamed(recorded_b, options)
-    b = align_call_ids(a, renamed_b)
-    originals_b = {id(r): e for e, r in zip(recorded_b, b, strict=True) if r is not e}
+    a, b, originals, renamings = renamed_pair(a, recorded_b, options)
     comparison = _compared(a, b, options, from_json)
     first = comparison.first
     if first is not None:
-        first = replace(first, **shown_as_recorded(first, {**originals_a, **originals_b}))
-    return Comparison(comparison.steps, first, (renaming_a, renaming_b))
+        first = replace(first, **shown_as_recorded(first, originals))
+    return Comparison(comparison.steps, first, renamings)
 
 
 def _compared(

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ..format.events import Event
+from ..format.ids import align_call_ids
 from .canonical import CanonicalOptions, canonicalize_event, in_announced_order, renamed
 from .volatile import Renaming
 
@@ -70,6 +71,24 @@ def volatile_renamed(
         return events, {}, renaming
     run = [replaced.get(id(e), e) for e in events]
     return run, {id(r): e for e, r in zip(events, run, strict=True) if r is not e}, renaming
+
+
+def renamed_pair(
+    a: Sequence[Event], b: Sequence[Event], options: CanonicalOptions
+) -> tuple[Sequence[Event], Sequence[Event], dict[int, Event], tuple[Renaming, Renaming]]:
+    """Runs ``a`` and ``b`` (as recorded) with their volatile values renamed, ``b``'s call
+    ids then aligned to ``a``'s; the event each replacement stands for, by its ``id``; and
+    the two renamings.
+
+    Renamed first, then aligned: an id the renaming knows gets the same placeholder in a
+    call and in text that quotes it (an agent that writes the call into its next message),
+    which aligning first would tell apart; the alignment is for the ids it does not know.
+    """
+    renamed_a, originals, renaming_a = volatile_renamed(a, options)
+    renamed_b, _, renaming_b = volatile_renamed(b, options)
+    aligned_b = align_call_ids(renamed_a, renamed_b)
+    originals.update((id(r), e) for e, r in zip(b, aligned_b, strict=True) if r is not e)
+    return renamed_a, aligned_b, originals, (renaming_a, renaming_b)
 
 
 #: The fields of a first divergence that show events.
