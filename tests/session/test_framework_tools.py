@@ -293,7 +293,7 @@ def test_a_tool_another_framework_decorated_is_refused_with_the_way_to_wrap_it()
     def get_weather(city: str) -> str:
         return city
 
-    decorated = DecoratedFunctionTool(get_weather)
+    decorated: Any = DecoratedFunctionTool(get_weather)
     assert inspect.isroutine(decorated)
     with pytest.raises(TypeError) as caught:
         wrap_tools(StubRecorder(), [decorated])
