@@ -29,10 +29,21 @@ _WIRING: Final = (
         "langchain-openai: ChatOpenAI(..., http_client=rollout.http_client(), "
         "http_async_client=rollout.async_http_client())",
     ),
+    ("pydantic_ai", "pydantic-ai: OpenAIProvider(openai_client=rollout.async_openai())"),
+    ("smolagents", "smolagents: OpenAIServerModel(..., client=rollout.openai())"),
     (
-        "pydantic_ai",
-        "pydantic-ai: OpenAIProvider(openai_client=rollout.async_openai()) for the model",
+        "autogen_ext",
+        "AutoGen: OpenAIChatCompletionClient(..., http_client=rollout.async_http_client())",
     ),
+    ("agno", 'Agno: OpenAIChat(..., http_client=rollout.http_client(library="httpx"))'),
+    ("strands", "Strands: OpenAIModel(client=rollout.async_openai(), ...), not client_args"),
+    (
+        "llama_index",
+        "LlamaIndex: OpenAI(..., http_client=rollout.http_client(), "
+        "async_http_client=rollout.async_http_client())",
+    ),
+    ("crewai", "CrewAI: a BaseLLM of your own over rollout.openai() (docs/frameworks.md)"),
+    ("instructor", "instructor: instructor.from_openai(rollout.openai())"),
 )
 
 
