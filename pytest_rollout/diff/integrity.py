@@ -266,13 +266,8 @@ class _Checker:
             call = _Started(event)
             self.unnamed.append(call)
             self.open_unnamed.setdefault(_key(data.get("name")), deque()).append(call)
-            if self.announced_in_text():
-                turn = self.turn
-                assert turn is not None
-                reason = (
-                    f"announced in the text of the step {turn.step} turn ({_where(turn)}), "
-                    f"which has no structured calls: replay matches it by tool and arguments"
-                )
+            reason = self.unannounced_reason()
+            if reason is not None:
                 self.text_calls.append(Mismatch(event.step, None, event.line, reason))
                 return
             self.flag(event, None, "not announced: the call has no call_id (it is null)")
@@ -288,6 +283,32 @@ class _Checker:
             return
         self.started[key] = _Started(event)
         self.compare_with_announcement(event, key, call_id)
+
+    def unannounced_reason(self) -> str | None:
+        """Why a call with no id after the current turn breaks no rule (``None``: it
+        does): the turn announced its calls in its text, or its only structured call is the
+        function its request forced, which the SDK turned into the answer (structured
+        output) that the agent's own code then acted on."""
+        turn = self.turn
+        if turn is None:
+            return None
+        if self.announced_in_text():
+            return (
+                f"announced in the text of the step {turn.step} turn ({_where(turn)}), "
+                f"which has no structured calls: replay matches it by tool and arguments"
+            )
+        forced = self.forced.get(turn.step)
+        if (
+            forced is not None
+            and self.announced
+            and all(a.name == forced for a in self.announced.values())
+        ):
+            return (
+                f"made by the agent's code after the step {turn.step} turn ({_where(turn)}), "
+                f"whose only call is the function its request forced ({forced}, "
+                f"structured output): replay matches it by tool and arguments"
+            )
+        return None
 
     def announced_in_text(self) -> bool:
         """Whether the turn before a call with no id announced its calls in its text: it

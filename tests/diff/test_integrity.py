@@ -570,3 +570,39 @@ def test_a_call_with_no_id_after_a_turn_that_says_nothing_is_still_a_mismatch(
         (1, None, 3, "not announced: the call has no call_id (it is null)"),
     ]
     assert check(events).text_calls == ()
+
+
+def forcing_request(step: int, function: str) -> Line:
+    """A request that forces one function: structured output, as instructor asks for it."""
+    choice = {"type": "function", "function": {"name": function}}
+    return ("llm.turn.started", {"step": step, "messages": [], "params": {"tool_choice": choice}})
+
+
+def test_a_call_the_agent_code_makes_after_structured_output_is_a_note() -> None:
+    """The turn's only call is the forced function the SDK turned into the answer; the
+    agent's own code then calls a tool with what it extracted."""
+    events = rollout(
+        forcing_request(1, "WeatherRequest"),
+        turn(1, tool_call("call_1", "WeatherRequest", city="Paris")),
+        started(1, None, city="Paris"),
+        completed(1, None),
+    )
+    report = check(events)
+    assert report.matched
+    assert [m.reason for m in report.text_calls] == [
+        "made by the agent's code after the step 1 turn (line 3), whose only call is the "
+        "function its request forced (WeatherRequest, structured output): replay matches it "
+        "by tool and arguments"
+    ]
+    # A turn that also announces another call, or forces nothing, still needs an id.
+    other = rollout(
+        forcing_request(1, "WeatherRequest"),
+        turn(1, tool_call("call_1", "lookup", city="Paris")),
+        started(1, "call_1", "lookup", city="Paris"),
+        completed(1, "call_1", "lookup"),
+        started(1, None, city="Paris"),
+        completed(1, None),
+    )
+    assert found(check(other)) == [
+        (1, None, 6, "not announced: the call has no call_id (it is null)"),
+    ]
