@@ -103,7 +103,8 @@ def unrecorded_text(calls: Sequence[UnrecordedCall]) -> str:
     return (
         f"tool calls ran outside rollout.tools, so they were not recorded and a replay "
         f"would run them live: {listed}. Wrap the tools and give the agent what comes back: "
-        f"tools = rollout.tools([{wrapped}])"
+        f"tools = rollout.tools([{wrapped}]) (a framework's decorated tools and MCP "
+        f"tools: docs/frameworks.md)"
     )
 
 

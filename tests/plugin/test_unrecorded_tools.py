@@ -83,7 +83,8 @@ def test_weather(rollout, golden):
 TEXT: Final = (
     "tool calls ran outside rollout.tools, so they were not recorded and a replay would run "
     'them live: "get_weather" (step 1, call call_*). Wrap the tools and give the agent what '
-    "comes back: tools = rollout.tools([get_weather])"
+    "comes back: tools = rollout.tools([get_weather]) (a framework's decorated tools and MCP "
+    "tools: docs/frameworks.md)"
 )
 
 
