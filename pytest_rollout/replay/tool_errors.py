@@ -7,7 +7,9 @@ Replay raises the same class again when it can: a built-in exception, or a class
 (never imported, see :func:`~pytest_rollout.replay.rebuild.resolve_class`) whose instance
 built from the recorded args has the recorded message as its ``str()``. Otherwise it raises a
 :class:`RecordedToolError` subclass named like the original class, whose ``str()`` is the
-recorded message: an agent that shows the error to its model shows the same text.
+recorded message: an agent that shows the error to its model shows the same text. A class
+that would steer the test run (pytest's outcomes, ``unittest.SkipTest``, ``StopIteration``)
+is never raised: a golden naming one gets the stand-in, so it cannot make a test skip.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..safety.sanitize import sanitize
 from .rebuild import UnrebuildableError, resolve_class
 
 __all__ = ["RECORDED_ERROR", "RecordedToolError", "rebuild_error"]
@@ -54,6 +57,33 @@ def _stand_in(name: str, type_name: str) -> type[RecordedToolError]:
     return type(name, (RecordedToolError,), namespace)
 
 
+#: The packages whose exceptions steer the test run rather than report a tool's failure:
+#: pytest's outcomes, ``unittest.SkipTest`` (pytest skips a test that raises it), pluggy's,
+#: and this project's own (a divergence it did not find).
+_RUNNER_PACKAGES: Final = frozenset({"_pytest", "pytest", "unittest", "pluggy", "pytest_rollout"})
+
+
+def _steers(cls: type) -> bool:
+    """Whether raising ``cls`` would steer the run (skip the test, end an iteration) instead
+    of failing the agent's tool call: a golden naming one never gets it raised."""
+    if issubclass(cls, (StopIteration, StopAsyncIteration)):
+        return True
+    return any(c.__module__.partition(".")[0] in _RUNNER_PACKAGES for c in cls.__mro__)
+
+
+def _names_a_runner_class(name: str, type_name: str) -> bool:
+    """Whether a recorded error names a class that steers the run (see :func:`_steers`),
+    imported or not: its stand-in is not named like it either."""
+    if type_name.partition(":")[0].partition(".")[0] in _RUNNER_PACKAGES:
+        return True
+    found = getattr(builtins, name, None)
+    return (
+        isinstance(found, type)
+        and issubclass(found, BaseException)
+        and (not issubclass(found, Exception) or _steers(found))
+    )
+
+
 def _recorded_args(error: Mapping[str, Any], message: str) -> tuple[Any, ...]:
     args = error.get("args")
     return tuple(args) if isinstance(args, list) else (message,)
@@ -70,7 +100,7 @@ def _same_class(error: Mapping[str, Any], name: str, message: str) -> BaseExcept
             found = resolve_class(type_name)
         except UnrebuildableError:
             return None
-    if not (isinstance(found, type) and issubclass(found, Exception)):
+    if not (isinstance(found, type) and issubclass(found, Exception)) or _steers(found):
         return None
     args = _recorded_args(error, message)
     with contextlib.suppress(Exception):  # a class with another signature
@@ -93,9 +123,14 @@ def rebuild_error(error: Mapping[str, Any]) -> BaseException:
     rebuilt = _same_class(error, name, message)
     if rebuilt is None:
         type_name = error.get("type")
-        tag = type_name if isinstance(type_name, str) else ""
-        stand_in_name = name if name.isidentifier() and len(name) <= _MAX_NAME else "Error"
-        rebuilt = _stand_in(stand_in_name, tag[:_MAX_NAME])(name, message)
+        tag = type_name[:_MAX_NAME] if isinstance(type_name, str) else ""
+        if sanitize(tag) != tag:  # the name a traceback prints: no escapes, no commands
+            tag = ""
+        if _names_a_runner_class(name, tag):
+            rebuilt = RecordedToolError(name, message)  # named in its text, never by its class
+        else:
+            stand_in = name if name.isidentifier() and len(name) <= _MAX_NAME else "Error"
+            rebuilt = _stand_in(stand_in, tag)(name, message)
     recorded = {k: error[k] for k in ("class", "message", "type", "args") if k in error}
     recorded.update({"class": name, "message": message})
     with contextlib.suppress(Exception):  # a class that takes no attributes

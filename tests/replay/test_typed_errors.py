@@ -110,3 +110,38 @@ def test_a_class_name_that_is_not_an_identifier_gets_a_plain_stand_in() -> None:
     assert type(rebuilt).__name__ == "Error"
     assert isinstance(rebuilt, RecordedToolError)
     assert rebuilt.error_class == "Bad Name\x1b[31m"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"class": "SkipTest", "type": "unittest.case:SkipTest"},
+        {"class": "Skipped", "type": "_pytest.outcomes:Skipped"},
+        {"class": "Exit", "type": "_pytest.outcomes:Exit"},
+        {"class": "XFailed", "type": "_pytest.outcomes:XFailed"},
+        {"class": "KeyboardInterrupt", "type": "builtins:KeyboardInterrupt"},
+        {"class": "SystemExit"},
+        {"class": "StopIteration", "type": "builtins:StopIteration"},
+        {"class": "GeneratorExit"},
+        {"class": "ReplayDivergenceError", "type": "pytest_rollout:ReplayDivergenceError"},
+    ],
+    ids=lambda e: e["class"],
+)
+def test_a_golden_naming_a_class_that_steers_the_run_gets_a_plain_recorded_error(
+    error: dict[str, Any],
+) -> None:
+    """A hostile golden must not make a test skip, exit or stop an iteration: the class it
+    names is never raised, nor a stand-in named like it, only its name as text."""
+    import unittest
+
+    rebuilt = rebuild_error({**error, "message": "stop here"})
+    assert type(rebuilt) is RecordedToolError
+    assert not isinstance(rebuilt, unittest.SkipTest)
+    assert (rebuilt.error_class, str(rebuilt)) == (error["class"], "stop here")
+
+
+def test_a_stand_in_is_never_named_with_escapes_or_workflow_commands() -> None:
+    for tag in ("shop\x1b[31m:Gone", "::error::x:Gone", "shop:Gone\u202e"):
+        rebuilt = rebuild_error({"class": "Gone", "message": "x", "type": tag})
+        assert type(rebuilt).__name__ == "Gone"
+        assert (type(rebuilt).__module__, type(rebuilt).__qualname__) == ("pytest_rollout", "Gone")
