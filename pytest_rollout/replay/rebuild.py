@@ -5,11 +5,16 @@ A tool's result is recorded as JSON, with its type (``module:qualname``, see
 :func:`rebuild_result` gives the agent an object of that type again, so what a framework
 shows the model (its ``str()`` or ``repr()``) is what it showed when recording.
 
-A golden is untrusted input, and so is the type name in it. The type is looked up, never
-imported: its module must already be in ``sys.modules``, and its name is walked through
-the namespaces' own dictionaries (no ``getattr`` hooks, no lazy imports, no dunder names).
-Only the kinds below are built, each in its own way; anything else found under the name
-(a function such as ``os:system``, an arbitrary class) is never called:
+A golden is untrusted input, and so is the type name in it: it decides nothing the test's
+own code did not allow. A class is built only when the wrapped tool's return annotation
+names it, directly or through the fields of a class it names (:func:`allowed_classes`), or
+when it is a standard value type (``datetime``, ``date``, ``time``, ``UUID``, ``Decimal``
+within bounds, ``tuple``, ``set``, ``frozenset``), or an enum, whose member is found by its
+value without calling any of its code. A standard type is looked up, never imported: its
+module must already be in ``sys.modules``, and its name is walked through the namespaces'
+own dictionaries (no ``getattr`` hooks, no lazy imports, no dunder names). Only the kinds
+below are built, each in its own way; anything else found under the name (a function such
+as ``os:system``, an arbitrary class) is never called:
 
 - dataclasses, attrs classes and ``NamedTuple`` classes, from their fields, each field
   rebuilt through its type hint when the hint is simple (a supported class, ``list[X]``,
@@ -45,7 +50,13 @@ from ..errors import RolloutWarning
 from ..format.typed import type_tag_of_class
 from ..safety.sanitize import excerpt, sanitize
 
-__all__ = ["RebuildHook", "UnrebuildableError", "rebuild_result", "resolve_class"]
+__all__ = [
+    "RebuildHook",
+    "UnrebuildableError",
+    "allowed_classes",
+    "rebuild_result",
+    "resolve_class",
+]
 
 #: A user's rebuilder: ``(type_name, json_value)`` to an object, or ``None`` to decline.
 RebuildHook = Callable[[str, Any], Any]
@@ -96,16 +107,17 @@ def rebuild_result(
     hook: RebuildHook | None = None,
     *,
     tool: str = "",
-    returns: type | None = None,
+    allowed: Mapping[str, type] | None = None,
 ) -> Any:
     """``value`` (a recorded JSON value) as an object of the type named ``type_name``.
 
     ``None`` for ``type_name`` means a plain JSON value: it is returned as it is. A value
     that cannot be rebuilt is returned as it is too, with a warning naming ``tool``.
-    ``returns`` is the class the tool's own code says it returns (its return annotation):
-    when the golden names exactly that class, it is built without a look-up, so a class
-    defined inside a test function (``test_x.<locals>.Weather``, which no module holds) is
-    rebuilt too. The golden chooses nothing here that the tool's code did not name."""
+    ``allowed`` are the classes the tool's own code names (:func:`allowed_classes`), by
+    their type name: one of them is built without a look-up, so a class defined inside a
+    test function (``test_x.<locals>.Weather``, which no module holds) is rebuilt too.
+    Otherwise only a standard value type or an enum is. The golden chooses nothing here
+    that the tool's code did not name."""
     if type_name is None:
         return value
     if not isinstance(type_name, str):
@@ -116,13 +128,65 @@ def rebuild_result(
         if found is not None:
             return found
     try:
-        if returns is not None and type_tag_of_class(returns) == type_name:
-            return _build(returns, value, 0)
-        return _build(resolve_class(type_name), value, 0)
+        named = None if allowed is None else allowed.get(type_name)
+        if named is not None:
+            return _build(named, value, 0)
+        cls = resolve_class(type_name)
+        if not _standard(cls):
+            raise UnrebuildableError(
+                "the tool's return annotation does not name it, nor a class whose fields do"
+            )
+        return _build(cls, value, 0)
     except UnrebuildableError as exc:
         module = exc.missing_module
         _warn(tool, type_name, str(exc), f"Import {module}" if module else "")
     return value
+
+
+#: The value types rebuilt whatever the tool's annotation says (enums too, by value).
+_STANDARD: Final = frozenset(
+    {
+        datetime.datetime,
+        datetime.date,
+        datetime.time,
+        uuid.UUID,
+        decimal.Decimal,
+        *(tuple, set, frozenset),
+    }
+)
+#: The largest exponent of a rebuilt ``Decimal`` (``Decimal('1E+999999999')`` is 13 bytes).
+_MAX_EXPONENT: Final = 10_000
+#: How many classes a return annotation may reach through fields.
+_MAX_REACHABLE: Final = 1_000
+
+
+def _standard(cls: type) -> bool:
+    return cls in _STANDARD or issubclass(cls, enum.Enum)
+
+
+def allowed_classes(annotation: Any) -> dict[str, type]:
+    """The classes a tool's return ``annotation`` names, and those the fields of each name,
+    recursively (``list[Forecast]``, ``Forecast | None``, a dataclass whose field is another
+    dataclass), by type name: the classes replay may build for its results."""
+    found: dict[str, type] = {}
+    seen: set[int] = set()
+    pending = [annotation]
+    while pending and len(found) < _MAX_REACHABLE:
+        hint = pending.pop()
+        if id(hint) in seen:
+            continue
+        seen.add(id(hint))
+        if isinstance(hint, type):
+            found[type_tag_of_class(hint)] = hint
+            if _builder(hint) in (_dataclass, _attrs, _named_tuple):
+                pending.extend(_hints(hint).values())
+            elif _builder(hint) is _pydantic:
+                fields = hint.__dict__.get("__pydantic_fields__") or {}
+                pending.extend(getattr(f, "annotation", None) for f in fields.values())
+            pending.extend(typing.get_args(hint))  # a generic alias's arguments
+        else:
+            pending.extend(typing.get_args(hint))
+    return found
 
 
 def _warn(tool: str, type_name: str, reason: str, fix: str = "") -> None:
@@ -184,8 +248,23 @@ def _collection(cls: Any, value: Any, depth: int) -> Any:
 
 
 def _by_value(cls: Any, value: Any, depth: int) -> Any:
-    """An enum member by its value; a UUID or a Decimal from its text."""
-    return cls(value if issubclass(cls, enum.Enum) else _text(value))
+    """An enum member by its value, found among its members (its ``_missing_`` and other
+    code never run); a UUID or a Decimal from its text, a Decimal within bounds."""
+    if issubclass(cls, enum.Enum):
+        with contextlib.suppress(KeyError, TypeError):  # TypeError: an unhashable value
+            return cls._value2member_map_[value]
+        for member in cls.__members__.values():
+            if member.value == value and type(member.value) is type(value):
+                return member
+        raise UnrebuildableError(f"{excerpt(repr(value), 80)} is not a valid {cls.__qualname__}")
+    built = cls(_text(value))
+    if (
+        isinstance(built, decimal.Decimal)
+        and built.is_finite()
+        and abs(built.adjusted()) > _MAX_EXPONENT
+    ):
+        raise UnrebuildableError(f"its exponent is beyond {_MAX_EXPONENT}")
+    return built
 
 
 def _from_text(cls: Any, value: Any, depth: int) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 import orjson
 
@@ -20,17 +20,16 @@ from ..format.events import TOOL_CALL_COMPLETED, TOOL_CALL_STARTED
 from ..format.jsonable import json_copy, json_default, to_json_data_or_placeholder
 from ..format.recorder import Recorder
 from ..format.typed import PLAIN_TYPES, type_tag_of_class
-from ..replay.rebuild import RebuildHook, rebuild_result
+from ..replay.rebuild import RebuildHook, allowed_classes, rebuild_result
 from ..replay.recorded import RecordedCall, Replay
 from ..replay.tool_errors import rebuild_error
 from .exceptions import error_data, tool_error_data
-from .tools import AnnouncedCalls, return_class
+from .tools import AnnouncedCalls, return_annotation
 
 __all__ = ["RunSide", "ToolCalls"]
 
 _clock = time.perf_counter
 #: A tool whose return class is not worked out yet.
-_UNSEEN: Final[Any] = object()
 
 
 class RunSide(Protocol):
@@ -60,13 +59,13 @@ class ToolCalls:
     """The calls of one run, as wrapped tools report them (see :class:`.tools.ToolRecorder`)."""
 
     __slots__ = (
+        "_allowed",
         "_announced",
         "_audits",
         "_functions",
         "_live_only",
         "_rebuild_hook",
         "_replays",
-        "_returns",
         "_run",
         "_started",
     )
@@ -88,7 +87,8 @@ class ToolCalls:
         self._announced = AnnouncedCalls()
         self._started = False
         self._functions: dict[str, Callable[..., Any]] = {}  # each wrapped tool's function
-        self._returns: dict[str, Any] = {}  # the class each tool says it returns, once known
+        # The classes each tool's return annotation lets replay build, once known.
+        self._allowed: dict[str, dict[str, type]] = {}
 
     @property
     def announced(self) -> AnnouncedCalls:
@@ -151,13 +151,14 @@ class ToolCalls:
             data["output_type"] = call.output_type
         self._run.record(TOOL_CALL_COMPLETED, data)
         output = json_copy(call.output)
-        returns = None
+        allowed = None
         if call.output_type is not None and name in self._functions:
-            returns = self._returns.get(name, _UNSEEN)
-            if returns is _UNSEEN:  # worked out once a tool, when a typed result needs it
-                returns = self._returns[name] = return_class(self._functions[name])
+            allowed = self._allowed.get(name)
+            if allowed is None:  # worked out once a tool, when a typed result needs it
+                annotation = return_annotation(self._functions[name])
+                allowed = self._allowed[name] = allowed_classes(annotation)
         return rebuild_result(
-            output, call.output_type, self._rebuild_hook, tool=name, returns=returns
+            output, call.output_type, self._rebuild_hook, tool=name, allowed=allowed
         )
 
     def expect_return(self, name: str, fn: Callable[..., Any]) -> None:

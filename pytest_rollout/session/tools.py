@@ -45,7 +45,7 @@ __all__ = [
     "bind_arguments",
     "call_recorded",
     "context_first",
-    "return_class",
+    "return_annotation",
     "wrap_tool",
 ]
 
@@ -375,27 +375,23 @@ def _binder(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]
     return without_context
 
 
-def return_class(fn: Callable[..., Any]) -> type | None:
-    """The class ``fn``'s return annotation names, if it names one: the class itself, or a
-    name written as text (``from __future__ import annotations``) found among the names
-    ``fn`` closes over or its module's (a class defined in the test function that defines
-    the tool is one of the former)."""
+def return_annotation(fn: Callable[..., Any]) -> Any:
+    """What ``fn``'s return annotation says, resolved (``None``: it says nothing, or names
+    what cannot be found). Text (``from __future__ import annotations``) is resolved among
+    the names ``fn`` closes over and its module's: a class defined in the test function that
+    defines the tool is one of the former."""
     fn = inspect.unwrap(fn)
-    try:
-        annotation = inspect.signature(fn).return_annotation
-    except (TypeError, ValueError):
-        return None
-    if isinstance(annotation, type):
+    annotation = getattr(fn, "__annotations__", {}).get("return")
+    if not isinstance(annotation, str):
         return annotation
-    if not isinstance(annotation, str) or not annotation.strip().isidentifier():
-        return None
-    name = annotation.strip()
     try:
         closed = inspect.getclosurevars(fn).nonlocals
     except (TypeError, ValueError):
+        closed = {}
+    try:
+        return typing.get_type_hints(fn, localns=dict(closed)).get("return")
+    except Exception:  # a name defined later, or only under TYPE_CHECKING
         return None
-    found = closed[name] if name in closed else getattr(fn, "__globals__", {}).get(name)
-    return found if isinstance(found, type) else None
 
 
 def _resolved(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -89,6 +89,8 @@ def make_tool(name):
         if name == "broken":
             raise StationDown("Oslo", 503)
         return RESULTS[name]
+    if name in RESULTS:  # as `def weather() -> Weather:` says
+        tool.__annotations__["return"] = type(RESULTS[name])
     return tool
 
 

@@ -26,7 +26,7 @@ def _rows_as_list(query: str) -> Any:
     return [{"id": 3}, {"id": 1}]
 
 
-def _rows_as_object(query: str) -> Any:
+def _rows_as_object(query: str) -> Rows:
     return Rows([3, 1])
 
 

@@ -25,7 +25,12 @@ from hypothesis import strategies as st
 from pytest_rollout import RolloutWarning
 from pytest_rollout.format.jsonable import to_json_data
 from pytest_rollout.format.typed import type_tag
-from pytest_rollout.replay.rebuild import UnrebuildableError, rebuild_result, resolve_class
+from pytest_rollout.replay.rebuild import (
+    UnrebuildableError,
+    allowed_classes,
+    rebuild_result,
+    resolve_class,
+)
 
 SETTINGS = settings(
     max_examples=40,
@@ -134,8 +139,10 @@ KINDS: dict[str, Any] = {
 
 
 def replayed(value: Any) -> Any:
-    """``value`` recorded (its JSON and its type) and given back by replay."""
-    return rebuild_result(to_json_data(value), type_tag(value), tool="lookup")
+    """``value`` recorded (its JSON and its type) and given back by replay, for a tool whose
+    return annotation names its class."""
+    allowed = allowed_classes(type(value))
+    return rebuild_result(to_json_data(value), type_tag(value), tool="lookup", allowed=allowed)
 
 
 @pytest.mark.parametrize("value", KINDS.values(), ids=KINDS.keys())
@@ -194,6 +201,7 @@ WARNING = (
 BAD_SKY = "'green' is not a valid Sky"
 NOT_AN_OBJECT = "the recorded value is not an object"
 HOOK_FIX = "Rebuild the type in a pytest_rollout_rebuild_result hook"
+NOT_NAMED = "the tool's return annotation does not name it, nor a class whose fields do"
 
 
 def test_an_unimported_module_is_a_warning_that_says_to_import_it() -> None:
@@ -212,12 +220,9 @@ def test_an_unimported_module_is_a_warning_that_says_to_import_it() -> None:
 @pytest.mark.parametrize(
     ("value", "type_name", "reason"),
     [
-        (
-            "green",
-            f"{__name__}:Sky",
-            "building it failed with ValueError: 'green' is not a valid Sky",
-        ),
-        ({"x": 1}, "builtins:object", "it is not a kind of type that replay rebuilds"),
+        ("green", f"{__name__}:Sky", "'green' is not a valid Sky"),
+        ({"x": 1}, "builtins:object", NOT_NAMED),
+        ({"x": 1}, f"{__name__}:Reading", NOT_NAMED),
         ({"x": 1, "z": 2}, f"{__name__}:Point", "the class has no field 'z'"),
         ([1], "uuid:UUID", "the recorded value is not text but list"),
         ({}, "Point", "the recorded type name is not of the form module:qualname"),
@@ -231,6 +236,7 @@ def test_an_unimported_module_is_a_warning_that_says_to_import_it() -> None:
     ids=[
         "bad-enum-value",
         "not-a-kind",
+        "not-named",
         "unknown-field",
         "not-text",
         "no-module",
@@ -242,8 +248,9 @@ def test_a_value_that_cannot_be_rebuilt_is_a_warning_never_a_silent_dict(
     value: Any, type_name: str, reason: str
 ) -> None:
     expected = WARNING.format(type=type_name, reason=reason, fix=HOOK_FIX)
+    allowed = allowed_classes(Forecast)  # a tool that says it returns a Forecast
     with pytest.warns(RolloutWarning) as caught:
-        assert rebuild_result(value, type_name, tool="lookup") == value
+        assert rebuild_result(value, type_name, tool="lookup", allowed=allowed) == value
     assert [str(w.message) for w in caught] == [expected]
 
 
@@ -406,3 +413,71 @@ def test_a_local_class_the_tool_does_not_name_is_still_a_warning() -> None:
     _, replayed, warned = _session_round_trip(make_tool)
     assert replayed == {"city": "Paris"}
     assert len(warned) == 1
+
+
+# -- what a golden may make replay build ----------------------------------------------------
+
+BUILT: list[str] = []
+
+
+@dataclasses.dataclass
+class Gadget:
+    """A class whose construction runs code of its own."""
+
+    command: str
+
+    def __post_init__(self) -> None:
+        BUILT.append(f"Gadget({self.command})")
+
+
+class Lenient(enum.Enum):
+    A = "a"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Lenient:
+        BUILT.append(f"_missing_({value!r})")
+        return cls.A
+
+
+class Day(datetime.date):
+    @classmethod
+    def fromisoformat(cls, text: str) -> Day:
+        BUILT.append(f"fromisoformat({text})")
+        return super().fromisoformat(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name", "reason"),
+    [
+        ({"command": "rm"}, f"{__name__}:Gadget", NOT_NAMED),
+        ("2024-01-02", f"{__name__}:Day", NOT_NAMED),
+        ("b", f"{__name__}:Lenient", "'b' is not a valid Lenient"),
+        ("1E+999999999", "decimal:Decimal", "its exponent is beyond 10000"),
+    ],
+    ids=["dataclass-not-named", "date-subclass", "enum-missing", "huge-decimal"],
+)
+def test_a_golden_makes_replay_build_nothing_the_tools_code_did_not_name(
+    value: Any, type_name: str, reason: str
+) -> None:
+    BUILT.clear()
+    allowed = allowed_classes(Forecast)  # the tool says it returns a Forecast
+    with pytest.warns(RolloutWarning) as caught:
+        assert rebuild_result(value, type_name, tool="lookup", allowed=allowed) == value
+    assert [str(w.message) for w in caught] == [
+        WARNING.format(type=type_name, reason=reason, fix=HOOK_FIX)
+    ]
+    assert BUILT == []
+
+
+def test_the_classes_a_return_annotation_allows_are_those_it_reaches_through_fields() -> None:
+    assert set(allowed_classes(Forecast).values()) >= {Forecast, Point, Sky, datetime.date}
+    assert set(allowed_classes(list[Basket] | None).values()) >= {Basket, Receipt, Sky}
+    assert allowed_classes(None) == {}
+    assert Gadget not in allowed_classes(Forecast).values()
+    # What the annotation names is built, code and all: the tool's own code chose it.
+    BUILT.clear()
+    built = rebuild_result(
+        {"command": "ls"}, f"{__name__}:Gadget", tool="t", allowed=allowed_classes(Gadget)
+    )
+    assert built == Gadget("ls")
+    assert BUILT == ["Gadget(ls)", "Gadget(ls)"]

@@ -11,6 +11,7 @@ into a message for the model is recorded as that message.
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -66,4 +67,22 @@ def wrap(recorder: ToolRecorder, tool: Any) -> tuple[Any, list[str]]:
         raise unsupported(tool, "Agents SDK")
     wrapped = copy.copy(tool)
     wrapped.on_invoke_tool = RecordedInvoker(recorder, tool.name, wrapped.on_invoke_tool)
+    function = _function_of(tool)
+    if function is not None:
+        recorder.expect_return(tool.name, function)
     return wrapped, [tool.name]
+
+
+def _function_of(tool: Any) -> Any:
+    """The function a ``@function_tool`` was made from, whose return annotation says which
+    classes replay may rebuild its results as; ``None`` where the SDK does not keep it
+    where this looks (a tool made by hand, another SDK release): its typed results then
+    come back as their recorded JSON, with a warning."""
+    invoke = getattr(getattr(tool, "on_invoke_tool", None), "_invoke_tool_impl", None)
+    if not inspect.isfunction(invoke):
+        return None
+    try:
+        found = inspect.getclosurevars(invoke).nonlocals.get("the_func")
+    except (TypeError, ValueError):
+        return None
+    return found if callable(found) else None

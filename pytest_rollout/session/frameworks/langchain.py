@@ -89,8 +89,10 @@ def wrap(recorder: ToolRecorder, tool: Any) -> tuple[Any, list[str]]:
     if not isinstance(name, str) or not callable(getattr(tool, "model_copy", None)):
         raise unsupported(tool, "LangChain")
     bind = _binder(tool)
-    func, coroutine = getattr(tool, "func", None), getattr(tool, "coroutine", None)
+    func: Any = getattr(tool, "func", None)
+    coroutine: Any = getattr(tool, "coroutine", None)
     if func is not None or coroutine is not None:
+        recorder.expect_return(name, func if func is not None else coroutine)
         update: dict[str, Any] = {}
         if func is not None:
             update["func"] = _sync(recorder, name, func, bind)
@@ -100,6 +102,7 @@ def wrap(recorder: ToolRecorder, tool: Any) -> tuple[Any, list[str]]:
     if not callable(getattr(tool, "_run", None)):
         raise unsupported(tool, "LangChain")
     wrapped = tool.model_copy()
+    recorder.expect_return(name, tool._run)  # a tool class's own _run says what it returns
     # Instance attributes over the class's methods: the copy keeps its class.
     run, arun = wrapped._run, wrapped._arun  # bound to the copy
     object.__setattr__(wrapped, "_run", _sync(recorder, name, run, bind))
