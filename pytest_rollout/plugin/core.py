@@ -211,6 +211,8 @@ class RolloutPlugin:
             return report
         if outcome is not None and (report.passed or report.failed):
             self._apply(outcome, report, excinfo)
+        if session is not None and report.failed:
+            _defuse(report)
         return report
 
     def _apply(
@@ -313,6 +315,25 @@ def _stand_in(report: pytest.TestReport, longrepr: RolloutRepr) -> None:
     """Put ``longrepr`` in the report in place of its traceback (pytest draws anything with
     ``toterminal``, as it does its own representations)."""
     report.longrepr = cast(Any, longrepr)
+
+
+def _defuse(report: pytest.TestReport) -> None:
+    """A native traceback that quotes recorded text (a replayed error's message, a tool's
+    class name) holding an escape sequence, a bidi control or a CI workflow command, drawn
+    sanitized line by line, its short summary line too: pytest would print them raw."""
+    from ..safety.sanitize import sanitize
+
+    longrepr = report.longrepr
+    if longrepr is None or isinstance(longrepr, RolloutRepr):
+        return
+    lines = str(longrepr).splitlines()
+    safe = [sanitize(line) for line in lines]
+    if safe == lines:
+        return
+    crash = getattr(longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    headline = sanitize(message) if isinstance(message, str) else safe[-1] if safe else ""
+    _stand_in(report, RolloutRepr("\n".join(safe), headline))
 
 
 def _skipped(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
