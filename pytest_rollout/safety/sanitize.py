@@ -6,9 +6,9 @@ Rollouts can come from anywhere, so every string taken from one is passed throug
 * control characters (C0, C1, DEL, ESC and so every ANSI escape sequence), Unicode format
   characters (bidi overrides, zero-width joiners), line and paragraph separators,
   surrogates and unassigned code points are shown as ``\\xNN`` / ``\\uNNNN`` escapes;
-* CI workflow commands are defused: ``::`` at the start of the text (GitHub Actions) and
-  ``##[`` or ``##vso[`` anywhere (Azure Pipelines) get one character escaped, so no CI
-  runner takes the text as a command.
+* CI workflow commands are defused: ``::`` at the start of the text (GitHub Actions),
+  ``##[`` or ``##vso[`` (Azure Pipelines) and ``##teamcity[`` (TeamCity) anywhere get one
+  character escaped, so no CI runner takes the text as a command.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ MARKER_ROOM: Final = len("… (+99 chars)")
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _WORKFLOW_PREFIX: Final = re.compile(r"^(\s*)::")
-_AZURE_COMMAND: Final = re.compile(r"##(?=\[|vso\[)", re.IGNORECASE)
+#: Azure Pipelines' ``##[``, ``##vso[`` and TeamCity's ``##teamcity[`` service messages.
+_HASH_COMMAND: Final = re.compile(r"##(?=\[|vso\[|teamcity\[)", re.IGNORECASE)
 
 
 def _escape(char: str) -> str:
@@ -56,7 +57,7 @@ def sanitize(text: str) -> str:
     if "::" in text:
         text = _WORKFLOW_PREFIX.sub(r"\1\\x3a:", text, count=1)
     if "##" in text:
-        text = _AZURE_COMMAND.sub(r"#\\x23", text)
+        text = _HASH_COMMAND.sub(r"#\\x23", text)
     return text
 
 
@@ -81,9 +82,10 @@ def excerpt(text: str, limit: int = 80) -> str:
 def terminal_json(value: object) -> str:
     """``value`` as indented JSON that is safe to print: every non-ASCII character is a
     ``\\u`` escape (so no bidi, separator or control character reaches the terminal) and
-    ``##[`` (or ``##vso[``) is written with ``#\\u0023``. It decodes to the same data.
+    ``##[`` (or ``##vso[``, ``##teamcity[``) is written with ``#\\u0023``. It decodes to the
+    same data.
 
     The standard library's encoder is used because only it can escape to pure ASCII.
     """
     text = json.dumps(value, ensure_ascii=True, indent=2, allow_nan=False)
-    return _AZURE_COMMAND.sub(r"#\\u0023", text) if "##" in text else text
+    return _HASH_COMMAND.sub(r"#\\u0023", text) if "##" in text else text

@@ -24,6 +24,7 @@ def assert_safe(text: str) -> None:
     assert not text.lstrip().startswith("::"), ascii(text)
     assert "##[" not in text
     assert "##vso[" not in text.lower()
+    assert "##teamcity[" not in text.lower()
 
 
 @pytest.mark.parametrize(
@@ -84,6 +85,10 @@ def test_github_workflow_commands_are_defused(raw: str, shown: str) -> None:
         ("###[x", "##\\x23[x"),
         ("##vso[task.setvariable variable=x]y", "#\\x23vso[task.setvariable variable=x]y"),
         ("log ##VSO[task.complete result=Failed]", "log #\\x23VSO[task.complete result=Failed]"),
+        (
+            "##teamcity[buildStatus status='SUCCESS']",
+            "#\\x23teamcity[buildStatus status='SUCCESS']",
+        ),
         ("## heading", "## heading"),
         ("#[not a command", "#[not a command"),
     ],
@@ -133,7 +138,9 @@ def test_excerpt_sanitizes() -> None:
     st.lists(
         st.one_of(
             st.text(max_size=8),
-            st.sampled_from(["::", "##[", "##vso[", "\x1b[", "\u202e", " ", "\n", "#", ":", "["]),
+            st.sampled_from(
+                ["::", "##[", "##vso[", "##teamcity[", "\x1b[", "\u202e", " ", "\n", "#", ":", "["]
+            ),
         ),
         max_size=12,
     ).map("".join)
