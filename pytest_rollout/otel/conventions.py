@@ -248,7 +248,10 @@ def _to_otel_message(message: Any) -> dict[str, Any] | None:
         parts.append({"type": "text", "content": content})
     elif content is not None:
         return None
-    for call in message.get("tool_calls") or ():
+    calls = message.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        return None  # a free-form field the loader accepts: not the conventions' shape
+    for call in calls or ():
         if not isinstance(call, Mapping):
             return None
         arguments = call.get("arguments")

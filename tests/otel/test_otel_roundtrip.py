@@ -57,6 +57,26 @@ def test_exporting_twice_gives_the_same_bytes() -> None:
     assert export_runs([events]) == export_runs([events])
 
 
+@pytest.mark.parametrize("calls", [True, "call_1", {"id": "call_1"}, 3])
+def test_free_form_tool_calls_in_a_message_export_and_import_back(
+    calls: Any, tmp_path: Path
+) -> None:
+    """The loader accepts any JSON in a message's ``tool_calls``; export keeps such a message
+    as it is instead of reading it as the conventions' shape (it crashed on ``true``)."""
+    recorder = Recorder()
+    recorder.emit("run.started", {"run_id": "r", "test_id": "t", "model": "m", "tools": []})
+    message = {"role": "assistant", "content": "x", "tool_calls": calls}
+    recorder.emit("llm.turn.started", {"messages": [message], "tools": None, "params": {}})
+    recorder.emit("llm.turn.completed", {"content": "hi", "tool_calls": []})
+    recorder.emit("run.completed", {"outcome": "completed", "output": "hi"})
+    run = tmp_path / "run.jsonl"
+    run.write_bytes(recorder.getvalue())
+    trace, back = tmp_path / "trace.jsonl", tmp_path / "back.jsonl"
+    assert run_cli("export", "otel", str(run), "-o", str(trace))[0] == 0
+    assert run_cli("import", "otel", str(trace), "-o", str(back))[0] == 0
+    assert compare(load(run).events, load(back).events).identical
+
+
 # -- a generated corpus --------------------------------------------------------------------
 
 SETTINGS = settings(
