@@ -25,7 +25,7 @@ def _nested(parser: Any, dest: str) -> Any:
 
 
 def add_import_parser(commands: Any) -> None:
-    """``rollout import otel TRACE -o ROLLOUT [--trace-id ID]``."""
+    """``rollout import otel TRACE -o ROLLOUT [--trace-id ID] [--force]``."""
     parser = commands.add_parser(
         "import", help="make a rollout of a trace", description="Make a rollout of a trace."
     )
@@ -43,6 +43,11 @@ def add_import_parser(commands: Any) -> None:
         "-o", "--out", metavar="ROLLOUT", required=True, help="the rollout to write (.jsonl)"
     )
     otel.add_argument("--trace-id", metavar="ID", help="the trace to import (32 hex digits)")
+    otel.add_argument(
+        "--force",
+        action="store_true",
+        help="replace ROLLOUT (and its receipt) when it exists: a golden is not replaced unasked",
+    )
 
 
 def add_export_parser(commands: Any) -> None:
@@ -64,12 +69,18 @@ def add_export_parser(commands: Any) -> None:
 
 def import_otel(args: argparse.Namespace, out: TextIO) -> int:
     """Import one trace; print what was written, the other traces and the warnings."""
+    from ..errors import RolloutError
     from ..format.loader import read_rollout_bytes
     from ..otel.importer import import_otel as import_trace
     from ..safety.redact import RedactionMode, Redactor
     from ..store.receipt import make_receipt, write_receipt
 
     target = Path(args.out)
+    if not args.force and (target.exists() or target.is_symlink()):
+        raise RolloutError(
+            f"{target} exists: a golden and its receipt are not replaced unasked; "
+            f"import to another file, or pass --force to replace it"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     redactor = Redactor(RedactionMode.REDACTED)
     run, rollout = import_trace(args.trace, target, trace_id=args.trace_id, redactor=redactor)

@@ -21,7 +21,7 @@ from pytest_rollout.cli.otel_commands import (
     import_otel,
 )
 from pytest_rollout.diff.integrity import check
-from pytest_rollout.errors import RolloutFileError, RolloutFormatError
+from pytest_rollout.errors import RolloutError, RolloutFileError, RolloutFormatError
 from pytest_rollout.format.loader import Rollout, load
 from pytest_rollout.otel import import_spans, read_spans, spans_from_bytes
 
@@ -139,7 +139,7 @@ def test_the_latest_trace_is_chosen_and_the_others_listed(tmp_path: Path) -> Non
     assert of_type(run, "run.completed")[0]["output"] == "Second."
     first_id = spans_from_bytes(early)[0].trace_id
     assert f"  {first_id}\n" in out
-    chosen, _ = imported(tmp_path, early + late, "--trace-id", first_id)
+    chosen, _ = imported(tmp_path, early + late, "--trace-id", first_id, "--force")
     assert of_type(chosen, "run.completed")[0]["output"] == "First."
 
 
@@ -170,3 +170,18 @@ def test_a_directory_as_the_trace_file_is_one_clear_error(tmp_path: Path) -> Non
     with pytest.raises(RolloutFormatError) as info:
         read_spans(tmp_path)
     assert str(info.value) == f"{tmp_path}: is a directory, not a regular file"
+
+
+def test_an_existing_golden_is_not_replaced_unless_forced(tmp_path: Path) -> None:
+    first, _ = imported(tmp_path, pydantic_ai_trace([Say("Sunny.")]))
+    target = tmp_path / "incidents" / "ticket-123.jsonl"
+    receipt = target.with_name(target.name + ".receipt")
+    before = (target.read_bytes(), receipt.read_bytes())
+    source = tmp_path / "trace.jsonl"
+    source.write_bytes(pydantic_ai_trace([Say("Cloudy.")]))
+    with pytest.raises(RolloutError, match=r"exists: a golden and its receipt are not replaced"):
+        run_cli("import", "otel", str(source), "-o", str(target))
+    assert (target.read_bytes(), receipt.read_bytes()) == before
+    status, _ = run_cli("import", "otel", str(source), "-o", str(target), "--force")
+    assert status == 0
+    assert load(target).events[-1].data["output"] != first.events[-1].data["output"]
