@@ -174,6 +174,9 @@ def _problem(receipt: Receipt) -> str | None:
         return f"{receipt.events} events cannot fit in {receipt.bytes} bytes"
     if not _is_int(receipt.format) or receipt.format < 1:
         return f"format must be an integer of 1 or more, not {_value(receipt.format)}"
+    if receipt.format > ROLLOUT_FORMAT:
+        # A rollout format this reader does not know: it cannot vouch for what it means.
+        return f"format {receipt.format} is newer than this reader knows ({ROLLOUT_FORMAT})"
     if not isinstance(receipt.redaction_mode, str) or not receipt.redaction_mode:
         return "redaction.mode must be a non-empty string"
     rules = receipt.rules_sha256

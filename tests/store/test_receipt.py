@@ -163,6 +163,7 @@ def test_round_trip_any(data: bytes, mode: str, rules: str, name: str) -> None:
         ({"bytes": -1}, "bytes must be an integer of 0 or more, not -1"),
         ({"events": 10, "bytes": 3}, "10 events cannot fit in 3 bytes"),
         ({"format": 0}, "format must be an integer of 1 or more, not 0"),
+        ({"format": 2}, r"format 2 is newer than this reader knows \(1\)"),
         ({"redaction_mode": ""}, "redaction.mode must be a non-empty string"),
         ({"rules_sha256": "xyz"}, "redaction.rules_sha256 must be 64 lowercase hex digits"),
     ],
@@ -484,6 +485,11 @@ def test_verify_corrupt_json(tmp_path: Path) -> None:
 def test_verify_corrupt_types(tmp_path: Path) -> None:
     result = corrupt(tmp_path, encode(receipt_obj(events="4")))
     assert result.reason == "field 'events' must be an integer, not a string"
+
+
+def test_verify_a_receipt_of_a_newer_format_is_corrupt_never_ok(tmp_path: Path) -> None:
+    result = corrupt(tmp_path, encode(receipt_obj(format=2)))
+    assert result.reason == "format 2 is newer than this reader knows (1)"
 
 
 def test_verify_receipt_of_another_file_is_corrupt(tmp_path: Path) -> None:
