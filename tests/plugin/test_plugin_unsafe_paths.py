@@ -68,3 +68,21 @@ def test_a_captured_run_is_private(
     (path,) = root.rglob("*.jsonl")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_a_golden_that_cannot_be_written_is_said_in_the_summary_never_a_teardown_error(
+    project: pytest.Pytester, outside: Path
+) -> None:
+    golden = project.path / "golden"
+    golden.mkdir()
+    (golden / "test_weather").symlink_to(outside, target_is_directory=True)
+    result = record(project)
+    result.assert_outcomes(passed=1)  # no error at teardown, no raw traceback
+    result.stdout.fnmatch_lines(
+        [
+            "test_weather.py::test_weather: its golden was not written: refusing to write "
+            "*/golden/test_weather/test_weather.jsonl: it is outside */golden"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert list(outside.iterdir()) == []
