@@ -460,12 +460,24 @@ def _system_prompt_hash(events: Sequence[Event], volatile: Volatile) -> str | No
     return hashlib.sha256(Renaming(volatile).rename(canonical_bytes(system))).hexdigest()
 
 
-def _shape(value: Any) -> Any:
-    """The structure of a value without its contents: keys and JSON types."""
+#: How deep a shape is described; deeper structure is one ``"..."``.
+_SHAPE_DEPTH: Final = 16
+
+
+def _shape(value: Any, depth: int = 0) -> Any:
+    """The structure of a value without its contents: keys and JSON types; a list as the
+    distinct shapes of its items, sorted. Nested shapes stay structures (never their JSON as
+    text, which escapes again at every level: a 3 KB nest of lists took gigabytes)."""
+    if depth >= _SHAPE_DEPTH and isinstance(value, Mapping | list):
+        return "..."
     if isinstance(value, Mapping):
-        return {str(k): _shape(v) for k, v in value.items()}
+        return {str(k): _shape(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return sorted({canonical_bytes(_shape(v)).decode() for v in value})
+        distinct: dict[bytes, Any] = {}
+        for item in value:
+            shape = _shape(item, depth + 1)
+            distinct.setdefault(canonical_bytes(shape), shape)
+        return [distinct[key] for key in sorted(distinct)]
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -384,3 +384,23 @@ def test_a_system_prompt_that_only_says_another_date_has_not_changed() -> None:
     golden = run(system="Today is 2026-12-01.", city="Paris")
     later = run(system="Today is 2026-12-02.", city="Lyon")
     assert drift_report(golden, later).likely_causes == ()
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_shape_description_grows_with_what_it_describes_not_with_its_nesting() -> None:
+    """A tool output of nested lists doubled the shape's text at every level (its JSON was
+    kept as text, escaped again each time): 30 levels took 85 s and 6 GB."""
+    from pytest_rollout.diff.canonical import canonical_bytes
+    from pytest_rollout.diff.drift import _shape
+
+    sizes = [len(canonical_bytes(_shape(_nested(depth, 1)))) for depth in (8, 12, 40)]
+    assert sizes[1] - sizes[0] == 4 * 2  # one "[" and one "]" a level
+    assert sizes[2] < 100  # past 16 levels, "..."
+    assert _shape(_nested(12, 1)) != _shape(_nested(12, "one"))
+    assert _shape([[1, 2], [3]]) == _shape([[4]])
