@@ -235,6 +235,11 @@ def step_span(steps: Iterable[int]) -> str:
 
 def step_numbers(steps: Iterable[int]) -> str:
     """``0-3``, ``2``, ``0-2, 5``: step numbers as ranges (empty for none)."""
+    if isinstance(steps, range) and steps.step == 1:  # one run, however many steps it spans
+        if not steps:
+            return ""
+        first, last = steps[0], steps[-1]
+        return str(first) if first == last else f"{first}-{last}"
     runs: list[list[int]] = []
     for n in sorted(set(steps)):
         if runs and n == runs[-1][1] + 1:

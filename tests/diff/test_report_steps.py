@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from plugin_agent import IN_PROCESS, failure_sections
@@ -126,3 +126,22 @@ def test_a_changed_answer_names_its_step_and_forks_from_the_one_before(
     assert "Steps 0-2: 2 identical, 1 diverged, 0 only in golden, 0 only in this run" in report
     fork = report.index("Fork the conversation from the last good step (1):")
     assert report[fork + 1] == f"  rollout fork {GOLDEN} --step 1"
+
+
+@pytest.mark.parametrize(
+    ("steps", "shown"),
+    [
+        (range(4), "0-3"),
+        (range(2, 3), "2"),
+        (range(0), ""),
+        # A 400-byte file whose steps jump to a million is still one run of numbers: the
+        # range is read as such, never spread into a million numbers.
+        (range(1, 1_000_001), "1-1000000"),
+        ([0, 1, 2, 5], "0-2, 5"),
+        ([3, 1, 2, 2], "1-3"),
+    ],
+)
+def test_step_numbers_are_shown_as_runs(steps: Any, shown: str) -> None:
+    from pytest_rollout.diff.render import step_numbers
+
+    assert step_numbers(steps) == shown
