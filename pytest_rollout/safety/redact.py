@@ -33,6 +33,7 @@ answers "no secret here" for most payloads before anything is decoded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -197,11 +198,8 @@ class Redactor:
         are not JSON."""
         if self._verbatim:
             return payload
-        search = self._search
-        if search is not None and search(payload.translate(self._table)) is None:
-            extra = self._extra_search
-            if extra is None or extra(payload.lower()) is None:
-                return payload
+        if self.gate_passes(payload):
+            return payload
         data = orjson.loads(payload)
         redacted = self._walk(data)
         if redacted is data:
@@ -218,6 +216,8 @@ class Redactor:
         rule it has no words for). The mode plays no part."""
         search = self._search
         if search is None or search(payload.translate(self._table)) is not None:
+            return False
+        if _ESCAPED in payload:  # text written with escapes: its words are not all visible
             return False
         extra = self._extra_search
         return extra is None or extra(payload.lower()) is None
@@ -247,7 +247,7 @@ class Redactor:
         text), or ``None``. The secret itself is never returned."""
         if not isinstance(data, bytes):
             data = bytes(data)
-        gate = self._scan_gate
+        gate = self._scan_gate if _ESCAPED not in data else None
         size = len(data)
         views = gate.prepare(data) if gate is not None else (b"", b"")
         known = [-1, -1]
@@ -296,7 +296,16 @@ class Redactor:
 
     def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self._strings.redact(value)
+            redacted = self._strings.redact(value)
+            # JSON encoded as a string (an HTTP body): what the patterns cannot see in the
+            # text, a secret under its key or behind escapes, is looked for in what it holds.
+            decoded = _encoded_json(redacted)
+            if decoded is not None:
+                with contextlib.suppress(RecursionError):
+                    walked = self._walk(decoded)
+                    if walked is not decoded:
+                        return orjson.dumps(walked).decode()
+            return redacted
         if value is None or type(value) in _LEAVES:
             return value
         if isinstance(value, (dict, Mapping)):
@@ -370,7 +379,12 @@ class Redactor:
     def _first(self, value: Any) -> str | None:
         """The label of the first secret in ``value`` (what :meth:`_walk` would hide)."""
         if isinstance(value, str):
-            return self._strings.first_label(value)
+            found = self._strings.first_label(value)
+            decoded = _encoded_json(value) if found is None else None
+            if decoded is not None:
+                with contextlib.suppress(RecursionError):
+                    found = self._first(decoded)
+            return found
         if value is None or type(value) in _LEAVES:
             return None
         if isinstance(value, (dict, Mapping)):
@@ -475,6 +489,31 @@ _RAW_PAIR: Final = re.compile(
     r'(?<!\\)"((?:[^"\\\n]|\\.)*+)"'
     r'(?:[ \t]*+[:,][ \t]*+(?:"((?:[^"\\\n]|\\.)*+)"|(-?[0-9])))?'
 )
+
+
+#: A backslash inside a JSON string, as the encoded bytes hold it: text written with
+#: escapes (``\\u002d``, ``\\/``), whose secret words the gates cannot see.
+_ESCAPED: Final = b"\\\\"
+
+#: The longest string read as encoded JSON (an HTTP body a tool returned as text).
+_MAX_ENCODED: Final = 4 * 1024 * 1024
+
+
+def _encoded_json(text: str) -> Any:
+    """What ``text`` holds when it is JSON encoded as a string (an object, an array, or a
+    string encoded again), for secrets under their keys or behind escapes; ``None`` when it
+    is not. Re-encoded compactly where a secret was hidden: the same in record and replay,
+    so a golden keeps matching itself."""
+    if len(text) < 2 or len(text) > _MAX_ENCODED:
+        return None
+    first = text[0] if text[0] in '{["' else text.lstrip()[:1]
+    if first not in ("{", "[", '"'):
+        return None
+    try:
+        found = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return found if isinstance(found, dict | list | str) else None
 
 
 def _json_string(body: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import pickle
 import random
 import re
@@ -1131,3 +1132,50 @@ def test_a_secret_glued_to_another_is_redacted_in_one_go() -> None:
     once = redactor.redact({"note": "AKIAABCDEFGHIJKLMNOPxoxb-tokentoken"})
     assert once == {"note": "[REDACTED:aws-access-key][REDACTED:slack-token]"}
     assert redactor.redact(once) == once
+
+
+# -- secrets inside encoded strings --------------------------------------------------------
+
+
+def _body(value: object) -> str:
+    """``value`` as a JSON text, the way an HTTP body comes back from a tool."""
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize(
+    ("encoded", "label"),
+    [
+        # A response body a tool returned as text: the secret sits under its key.
+        (_body({"user": "bob", "password": "Hunter2-plain"}), None),
+        # The same body encoded twice.
+        (_body(_body({"user": "bob", "password": "Hunter2-plain"})), None),
+        # A key whose dashes are \\u escapes, and slashes escaped: the patterns see it decoded.
+        (_body({"note": ANTHROPIC}).replace("-", "\\u002d"), "anthropic-key"),
+        (_body({"token": {"value": ANTHROPIC, "url": "https://a/b"}}).replace("/", "\\/"), None),
+    ],
+    ids=["body", "twice", "unicode-escapes", "escaped-slashes"],
+)
+def test_a_secret_inside_an_encoded_string_is_hidden(
+    redactor: Redactor, encoded: str, label: str | None
+) -> None:
+    output = {"status": 200, "body": encoded}
+    redacted = redactor.redact(output)
+    text = json.dumps(redacted)
+    assert "Hunter2-plain" not in text
+    assert ANTHROPIC[20:40] not in text
+    assert redactor.contains_secret(output)
+    if label is not None:
+        assert f"[REDACTED:{label}]" in text
+    # Redacting again changes nothing: record and replay agree, a golden matches itself.
+    assert redactor.redact(redacted) == redacted
+    assert redactor.scan(orjson.dumps(redacted)) is None
+    assert redactor.scan(orjson.dumps(output)) is not None
+    # The recorder's path, where a gate first looks at the encoded bytes.
+    payload = redactor.redact_payload(orjson.dumps(output))
+    assert payload is not None
+    assert orjson.loads(payload) == redacted
+
+
+def test_text_that_only_looks_encoded_is_left_alone(redactor: Redactor) -> None:
+    for text in ('{"city": "Paris"}', "[1, 2]", '"quoted"', "{not json", "[REDACTED:x]"):
+        assert redactor.redact(text) is text
