@@ -76,12 +76,16 @@ def import_otel(args: argparse.Namespace, out: TextIO) -> int:
     from ..store.receipt import make_receipt, write_receipt
 
     target = Path(args.out)
-    if not args.force and (target.exists() or target.is_symlink()):
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        # A rollout is sealed by a receipt beside it: it is a file of its own, never a link,
+        # a pipe or a device written through.
+        raise RolloutError(f"{target} is not a regular file: import to a file of its own")
+    if not args.force and target.exists():
         raise RolloutError(
             f"{target} exists: a golden and its receipt are not replaced unasked; "
             f"import to another file, or pass --force to replace it"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)  # as --rollout-record makes golden folders
     redactor = Redactor(RedactionMode.REDACTED)
     run, rollout = import_trace(args.trace, target, trace_id=args.trace_id, redactor=redactor)
     # The user made this file on purpose: seal it, so a test can replay it as its golden.
@@ -106,19 +110,14 @@ def import_otel(args: argparse.Namespace, out: TextIO) -> int:
 
 def export_otel(args: argparse.Namespace, out: TextIO) -> int:
     """Export the rollouts, one trace each."""
-    from ..errors import RolloutFileError
-    from ..format.files import atomic_write
+    from ..format.files import write_output
     from ..format.loader import load
     from ..otel.exporter import export_runs
 
     runs = [load(path).events for path in args.rollouts]
     data = export_runs(runs)
     target = Path(args.out)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, data)
-    except OSError as exc:
-        raise RolloutFileError(str(target), f"cannot write the trace: {exc.strerror}") from None
+    write_output(target, data)
     count = len(runs)
     out.write(f"exported {count} trace{'' if count == 1 else 's'} to {sanitize(str(target))}\n")
     return _EXIT_OK

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Final
 
-from ..errors import RolloutError
+from ..errors import RolloutError, RolloutFileError
 
 __all__ = [
     "FILE_MODE",
@@ -42,6 +42,7 @@ __all__ = [
     "refuse_link",
     "rollouts_in",
     "sync_directory",
+    "write_output",
 ]
 
 
@@ -309,6 +310,55 @@ def _write_under(root: WriteRoot, target: Path, data: bytes, durable: bool) -> N
                 os.fsync(folder)
     finally:
         os.close(folder)
+
+
+def _is_stream(mode: int) -> bool:
+    """A FIFO, a character device or a socket: written to, never replaced."""
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def _output_target(target: Path) -> os.stat_result | None:
+    """What ``target`` is (``None``: nothing yet), a link followed only to a stream."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RolloutFileError(target, f"cannot look at it: {exc.strerror}") from None
+    if not stat.S_ISLNK(info.st_mode):
+        return info
+    try:
+        followed = os.stat(target)
+    except OSError:
+        followed = None
+    if followed is None or not _is_stream(followed.st_mode):
+        raise UnsafePathError(target, "it is a symbolic link; name the file it points to")
+    return followed
+
+
+def write_output(target: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write a command's output to ``target`` as the user named it.
+
+    A FIFO, a character device or a socket (a pipe, ``/dev/stdout``, even through the link
+    ``/dev/stdout`` is) is written to as it is, never replaced by a file. A regular file is
+    replaced whole (:func:`atomic_write`), and only once there is something to write. A
+    symbolic link to anything else is refused, and so is a folder that does not exist:
+    nothing is created but the file. Raises :class:`RolloutFileError` or
+    :class:`UnsafePathError`, naming the path and why.
+    """
+    info = _output_target(target)
+    try:
+        if info is not None and _is_stream(info.st_mode):
+            with open(target, "wb") as stream:
+                stream.write(data)
+            return
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise RolloutFileError(target, f"it is a {_file_kind(info.st_mode)}")
+        if not target.parent.is_dir():
+            raise RolloutFileError(target, f"its folder {target.parent} does not exist")
+        atomic_write(target, data, durable=durable)
+    except OSError as exc:
+        raise RolloutFileError(target, f"cannot write it: {exc.strerror or exc}") from None
 
 
 def sync_directory(directory: str | os.PathLike[str]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import RolloutError
-from ..format.files import atomic_write, rollouts_in
+from ..format.files import rollouts_in, write_output
 from ..format.gcpause import collector_paused
 from ..safety.sanitize import sanitize
 from .entries import diff_entry, run_entry
@@ -84,18 +84,15 @@ def _write_page(page: bytes, target: str | None) -> Path:
     :class:`RolloutError` naming it and the system's reason, never a traceback.
     """
     path = None if target is None else Path(target)
-    if path is not None and path.is_dir():
-        raise RolloutError(f"cannot write the page to {path}: it is a directory")
     try:
         if path is None:
             fd, name = tempfile.mkstemp(prefix="rollout-view-", suffix=".html")
             os.close(fd)
             path = Path(name)
-        # A page is made again from the rollouts in a moment: it is put in place whole, but
-        # not flushed to disk first (tens of megabytes for a long run).
-        atomic_write(path, page, durable=False)
     except OSError as exc:
-        where = tempfile.gettempdir() if path is None else str(path)
         reason = exc.strerror or type(exc).__name__
-        raise RolloutError(f"cannot write the page to {where}: {reason}") from None
+        raise RolloutError(f"cannot write the page to {tempfile.gettempdir()}: {reason}") from None
+    # A page is made again from the rollouts in a moment: it is put in place whole, but not
+    # flushed to disk first (tens of megabytes for a long run).
+    write_output(path, page, durable=False)
     return path

@@ -96,13 +96,16 @@ def test_view_out_a_directory_is_a_one_line_error(
     golden = next(WEATHER.rglob("*.jsonl"))
     status, out, err = _view_in_process(capsys, golden, "--out", tmp_path)
     assert (status, out) == (2, "")
-    assert err == f"rollout: error: cannot write the page to {tmp_path}: it is a directory\n"
+    assert err == f"rollout: error: {tmp_path}: it is a directory\n"
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
 
 
 @pytest.mark.parametrize(
     ("below", "reason"),
-    [("missing/page.html", "No such file or directory"), ("a-file/page.html", "Not a directory")],
+    [
+        ("missing/page.html", "its folder {folder} does not exist"),
+        ("a-file/page.html", "cannot look at it: Not a directory"),
+    ],
 )
 def test_view_out_a_path_that_cannot_be_made_is_a_one_line_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], below: str, reason: str
@@ -111,7 +114,44 @@ def test_view_out_a_path_that_cannot_be_made_is_a_one_line_error(
     target = tmp_path / below
     status, out, err = _view_in_process(capsys, next(WEATHER.rglob("*.jsonl")), "--out", target)
     assert (status, out) == (2, "")
-    assert err == f"rollout: error: cannot write the page to {target}: {reason}\n"
+    expected = reason.format(folder=target.parent)
+    assert err == f"rollout: error: {target}: {expected}\n"
+    assert not (tmp_path / "missing").exists()  # no folder is made
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, devices and links of POSIX")
+def test_view_out_writes_into_a_pipe_or_device_and_refuses_a_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    golden = next(WEATHER.rglob("*.jsonl"))
+    # A device is written to, never replaced by a file.
+    assert _view_in_process(capsys, golden, "--out", os.devnull)[0] == 0
+    assert Path(os.devnull).is_char_device()
+    # A FIFO: what a reader at its other end gets is the page.
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert _view_in_process(capsys, golden, "--out", fifo)[0] == 0
+    reader.join(timeout=30)
+    assert got
+    assert got[0].startswith(b"<!DOCTYPE html>")
+    assert fifo.is_fifo()
+    # A link to a regular file is refused; the file it points to is left as it was.
+    kept = tmp_path / "kept.html"
+    kept.write_text("mine", encoding="utf-8")
+    link = tmp_path / "link.html"
+    link.symlink_to(kept)
+    status, _, err = _view_in_process(capsys, golden, "--out", link)
+    assert status == 2
+    assert err == (
+        f"rollout: error: refusing to write {link}: it is a symbolic link; "
+        "name the file it points to\n"
+    )
+    assert kept.read_text(encoding="utf-8") == "mine"
 
 
 @pytest.mark.skipif(

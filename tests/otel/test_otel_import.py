@@ -185,3 +185,17 @@ def test_an_existing_golden_is_not_replaced_unless_forced(tmp_path: Path) -> Non
     status, _ = run_cli("import", "otel", str(source), "-o", str(target), "--force")
     assert status == 0
     assert load(target).events[-1].data["output"] != first.events[-1].data["output"]
+
+
+def test_a_link_or_a_device_is_never_imported_through(tmp_path: Path) -> None:
+    source = tmp_path / "trace.jsonl"
+    source.write_bytes(pydantic_ai_trace([Say("Sunny.")]))
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("mine\n", encoding="utf-8")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(kept)
+    for target in (link, Path(os.devnull)):
+        with pytest.raises(RolloutError, match=r"is not a regular file: import to a file"):
+            run_cli("import", "otel", str(source), "-o", str(target), "--force")
+    assert kept.read_text(encoding="utf-8") == "mine\n"
+    assert Path(os.devnull).is_char_device()
