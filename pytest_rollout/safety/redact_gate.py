@@ -242,6 +242,7 @@ def _add_key_words(g: _GateBuilder) -> None:
     g.word(b"cookie", ci=True, tail=end, at=3)
     g.word(b"password", ci=True, tail=plural + end)
     g.word(b"passwd", ci=True, tail=end)
+    g.word(b"pwd", ci=True, tail=end)
     g.word(b"authorization", ci=True, tail=end)
     g.word(b"secret", ci=True, tail=plural + end)
     g.word(b"credential", ci=True, tail=plural + end)

@@ -327,6 +327,7 @@ SECRET_KEYS: Final = frozenset(
         "password",
         "passwords",
         "passwd",
+        "pwd",
         "secret",
         "secrets",
         "clientsecret",
@@ -341,6 +342,7 @@ SECRET_KEYS: Final = frozenset(
         "privatekey",
         "secretkey",
         "secretaccesskey",
+        "signingkey",
         "subscriptionkey",
         "credential",
         "credentials",
@@ -356,6 +358,7 @@ KEY_SUFFIXES: Final = (
     (b"authorization", b"authorization", "authorization"),
     (b"credentials", b"credentials", "credentials"),
     (b"credential", b"credential", "credentials"),
+    (b"signingkey", b"key", "secret"),
     (b"privatekey", b"key", "private-key"),
     (b"passwords", b"passwords", "password"),
     (b"secretkey", b"key", "secret"),
@@ -366,6 +369,7 @@ KEY_SUFFIXES: Final = (
     (b"cookie", b"cookie", "cookie"),
     (b"apikey", b"key", "api-key"),
     (b"token", b"token", "token"),
+    (b"pwd", b"pwd", "password"),
 )
 _NOT_ALNUM: Final = bytes(b for b in range(256) if not (0x30 <= b <= 0x39 or 0x61 <= b <= 0x7A))
 

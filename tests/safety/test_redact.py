@@ -336,6 +336,10 @@ def test_secrets_in_dict_keys_are_hidden_too(redactor: Redactor) -> None:
         ("token_", "token"),
         ("Ocp-Apim-Subscription-Key", "subscription-key"),
         ("subscription_key", "subscription-key"),
+        ("pwd", "password"),
+        ("DB_PWD", "password"),
+        ("signing_key", "secret"),
+        ("webhookSigningKey", "secret"),
     ],
 )
 def test_secret_named_keys(redactor: Redactor, key: str, label: str) -> None:
@@ -974,6 +978,8 @@ KEY_WORDS = st.sampled_from(
         "secrets",
         "subscription_key",
         "Ocp-Apim-Subscription-Key",
+        "pwd",
+        "signing_key",
     ]
 )
 
