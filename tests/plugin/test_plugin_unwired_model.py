@@ -10,6 +10,13 @@ from typing import Final
 import pytest
 from plugin_agent import IN_PROCESS
 
+
+def _record(pytester: pytest.Pytester, **test_files: str) -> pytest.RunResult:
+    """Record the goldens of a project made of ``test_files``, in-process."""
+    pytester.makepyfile(**test_files)
+    return pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", "--rollout-record")
+
+
 #: The agent's model is asked outside the plugin; only its tool is wrapped.
 UNWIRED_TEST: Final = """
 def lookup(q):
@@ -32,8 +39,7 @@ def test_agent(rollout, golden):
 def test_a_tool_called_before_any_model_turn_fails_and_writes_no_golden(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_unwired=UNWIRED_TEST)
-    result = pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", "--rollout-record")
+    result = _record(pytester, test_unwired=UNWIRED_TEST)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -78,8 +84,7 @@ def test_canned(rollout, golden):
 def test_a_recorded_run_without_a_model_turn_fails_unless_the_test_says_so(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_silent=SILENT_TEST)
-    result = pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", "--rollout-record")
+    result = _record(pytester, test_silent=SILENT_TEST)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [
