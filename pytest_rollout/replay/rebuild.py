@@ -178,9 +178,10 @@ def allowed_classes(annotation: Any) -> dict[str, type]:
         seen.add(id(hint))
         if isinstance(hint, type):
             found[type_tag_of_class(hint)] = hint
-            if _builder(hint) in (_dataclass, _attrs, _named_tuple):
+            builder = _builder(hint)
+            if builder in (_dataclass, _attrs, _named_tuple):
                 pending.extend(_hints(hint).values())
-            elif _builder(hint) is _pydantic:
+            elif builder is _pydantic:
                 fields = hint.__dict__.get("__pydantic_fields__") or {}
                 pending.extend(getattr(f, "annotation", None) for f in fields.values())
             pending.extend(typing.get_args(hint))  # a generic alias's arguments

@@ -29,7 +29,6 @@ from .tools import AnnouncedCalls, return_annotation
 __all__ = ["RunSide", "ToolCalls"]
 
 _clock = time.perf_counter
-#: A tool whose return class is not worked out yet.
 
 
 class RunSide(Protocol):

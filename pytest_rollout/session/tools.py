@@ -375,23 +375,30 @@ def _binder(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]
     return without_context
 
 
-def return_annotation(fn: Callable[..., Any]) -> Any:
-    """What ``fn``'s return annotation says, resolved (``None``: it says nothing, or names
-    what cannot be found). Text (``from __future__ import annotations``) is resolved among
-    the names ``fn`` closes over and its module's: a class defined in the test function that
-    defines the tool is one of the former."""
-    fn = inspect.unwrap(fn)
-    annotation = getattr(fn, "__annotations__", {}).get("return")
-    if not isinstance(annotation, str):
-        return annotation
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """``fn``'s annotations as types, those written as text (``from __future__ import
+    annotations``) resolved among the names ``fn`` closes over and its module's (a class
+    defined in the test function that defines the tool is one of the former); ``None`` when
+    they do not resolve (a name defined later, or only under ``TYPE_CHECKING``)."""
     try:
         closed = inspect.getclosurevars(fn).nonlocals
     except (TypeError, ValueError):
         closed = {}
     try:
-        return typing.get_type_hints(fn, localns=dict(closed)).get("return")
-    except Exception:  # a name defined later, or only under TYPE_CHECKING
+        return typing.get_type_hints(fn, localns=dict(closed), include_extras=True)
+    except Exception:
         return None
+
+
+def return_annotation(fn: Callable[..., Any]) -> Any:
+    """What ``fn``'s return annotation says, resolved (``None``: it says nothing, or names
+    what cannot be found; see :func:`_type_hints`)."""
+    fn = inspect.unwrap(fn)
+    annotation = getattr(fn, "__annotations__", {}).get("return")
+    if not isinstance(annotation, str):
+        return annotation
+    hints = _type_hints(fn)
+    return None if hints is None else hints.get("return")
 
 
 def _resolved(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -402,11 +409,9 @@ def _resolved(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[.
     annotations = getattr(fn, "__annotations__", None)
     if not annotations or not any(isinstance(a, str) for a in annotations.values()):
         return wrapper
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:  # a name defined later, or only under TYPE_CHECKING: keep the text
-        return wrapper
-    wrapper.__annotations__ = {key: hints.get(key, value) for key, value in annotations.items()}
+    hints = _type_hints(fn)
+    if hints is not None:
+        wrapper.__annotations__ = {key: hints.get(key, value) for key, value in annotations.items()}
     return wrapper
 
 
