@@ -65,6 +65,14 @@ def add_export_parser(commands: Any) -> None:
     )
     otel.add_argument("rollouts", metavar="ROLLOUT", nargs="+", help="the rollouts to export")
     otel.add_argument("-o", "--out", metavar="TRACE", required=True, help="the trace file to write")
+    otel.add_argument(
+        "--input-messages",
+        choices=("full", "new"),
+        default="full",
+        help="what each chat span's gen_ai.input.messages holds: the request's whole input, "
+        "as the conventions say (default; the file grows with the square of the turns), or "
+        "only the messages new since the previous chat span (linear, for long runs)",
+    )
 
 
 def import_otel(args: argparse.Namespace, out: TextIO) -> int:
@@ -115,9 +123,31 @@ def export_otel(args: argparse.Namespace, out: TextIO) -> int:
     from ..otel.exporter import export_runs
 
     runs = [load(path).events for path in args.rollouts]
-    data = export_runs(runs)
+    data = export_runs(runs, input_messages=args.input_messages)
     target = Path(args.out)
     write_output(target, data)
     count = len(runs)
     out.write(f"exported {count} trace{'' if count == 1 else 's'} to {sanitize(str(target))}\n")
+    _warn_when_too_big(data)
     return _EXIT_OK
+
+
+def _warn_when_too_big(data: bytes) -> None:
+    """Say so when ``rollout import otel`` could not read the file back."""
+    from ..otel.otlp import DEFAULT_TRACE_LIMITS as LIMITS
+
+    longest = max((len(line) for line in data.split(b"\n")), default=0)
+    if len(data) <= LIMITS.file_bytes and longest <= LIMITS.line_bytes:
+        return
+    print(
+        f"rollout export: warning: the file is {_size(len(data))}, its longest trace "
+        f"{_size(longest)}: over what `rollout import otel` reads back "
+        f"({_size(LIMITS.file_bytes)} a file, {_size(LIMITS.line_bytes)} a trace); "
+        "--input-messages new keeps each chat span to the messages new since the last one",
+        file=sys.stderr,
+    )
+
+
+def _size(count: int) -> str:
+    mib = 1024 * 1024
+    return f"{count // mib} MiB" if count >= mib else f"{count} bytes"

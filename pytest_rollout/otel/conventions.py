@@ -12,7 +12,7 @@ attributes and the older token and tool attribute names.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -25,8 +25,8 @@ __all__ = [
     "TOOL",
     "input_messages",
     "legacy_tool_attribute",
+    "message_to_otel",
     "messages_from_otel",
-    "messages_to_otel",
     "missing_content",
     "operation",
     "output_message",
@@ -266,16 +266,16 @@ def _to_otel_message(message: Any) -> dict[str, Any] | None:
     return {"role": role, "parts": parts}
 
 
-def messages_to_otel(messages: Sequence[Any]) -> list[dict[str, Any]] | None:
-    """Rollout messages as the conventions' messages, or ``None`` when one of them has a
-    shape that would not read back as it is (a provider's own message shape)."""
-    converted = [_to_otel_message(m) for m in messages]
-    if any(m is None for m in converted):
+def message_to_otel(message: Any) -> dict[str, Any] | None:
+    """A rollout message as the conventions' message, or ``None`` when it has a shape that
+    would not read back as it is (a provider's own message shape).
+
+    Each conventions message reads back as exactly one rollout message, so a list converts
+    message by message: a conversation that grows is converted once per message."""
+    converted = _to_otel_message(message)
+    if converted is None or _from_otel_message(converted) != [message]:
         return None
-    found = [m for m in converted if m is not None]
-    if messages_from_otel(found) != list(messages):
-        return None
-    return found
+    return converted
 
 
 def output_to_otel(content: Any, tool_calls: Any) -> list[dict[str, Any]] | None:

@@ -39,7 +39,7 @@ from . import mapping as m
 from .importer import EXPORTER_SCOPE
 from .otlp import Span, SpanEvent, encode_trace
 
-__all__ = ["export_run", "export_runs", "trace_id_for"]
+__all__ = ["INPUT_MESSAGES", "export_run", "export_runs", "trace_id_for"]
 
 _KIND_INTERNAL: Final = 1
 _KIND_CLIENT: Final = 3
@@ -91,16 +91,42 @@ class _Draft:
 
 
 @dataclass(slots=True)
+class _Conversation:
+    """The messages sent so far, in both forms, each converted once as it is added (a
+    chat span carries the whole input, so converting it anew each turn is quadratic)."""
+
+    messages: list[Any] = field(default_factory=list)
+    #: Each message as the conventions' JSON; ``None`` once one has no such form.
+    parts: list[bytes] | None = field(default_factory=list)
+
+    def extend(self, new: Sequence[Any]) -> None:
+        self.messages.extend(new)
+        for message in new:
+            if self.parts is None:
+                return
+            converted = c.message_to_otel(message)
+            if converted is None:
+                self.parts = None
+            else:
+                self.parts.append(orjson.dumps(converted))
+
+    def text(self) -> str | None:
+        """The whole conversation as ``gen_ai.input.messages`` text."""
+        return None if self.parts is None else (b"[" + b",".join(self.parts) + b"]").decode()
+
+
+@dataclass(slots=True)
 class _Builder:
     """Walks a run's events and builds its spans, reading each back as the importer does."""
 
     trace_id: str
+    new_only: bool = False  # chat spans carry only the messages new since the previous one
     agent: _Draft | None = None
     spans: list[_Draft] = field(default_factory=list)
     chat: _Draft | None = None
     first_chat: dict[str, Any] | None = None
-    tools: list[_Draft] = field(default_factory=list)
-    full: list[Any] = field(default_factory=list)  # the conversation as exported
+    tools: dict[bytes, list[_Draft]] = field(default_factory=dict)  # open, by call id and step
+    conversation: _Conversation = field(default_factory=_Conversation)  # as exported
     read_full: list[Any] = field(default_factory=list)  # as the importer will see it
     model: Any = None
     last_content: Any = None
@@ -164,13 +190,22 @@ class _Builder:
         self._close_chat()
         data = event.data
         messages = data.get("messages")
-        self.full = self.full + (list(messages) if isinstance(messages, list) else [])
-        attrs = m.chat_attributes(data, self.model, self.full)
+        if self.new_only:
+            self.conversation = _Conversation()
+        self.conversation.extend(messages if isinstance(messages, list) else [])
+        text = self.conversation.text()
+        attrs = m.chat_attributes(data, self.model, text)
         attrs[m.STEP] = event.step
+        if self.new_only:
+            attrs[m.NEW_INPUT] = True
         if self.first_chat is None:
             self.first_chat = dict(attrs)
         chat = self.new(f"{c.CHAT} {self.model or 'model'}", _KIND_CLIENT, time_ns, attrs)
-        read, full = m.turn_started_data(chat.freeze(self.trace_id), self.read_full)
+        # The importer reads the input back as the conversation it was converted from
+        # (each message was checked to read back as itself), so it is not parsed here.
+        shown = None if text is None else list(self.conversation.messages)
+        full, fresh = m.read_input(chat.attributes, shown, self.read_full)
+        read = m.request_data(chat.attributes, fresh)
         if full is not None:
             self.read_full = full
         _carry(chat, m.CARRIER_START, data, read)
@@ -210,18 +245,15 @@ class _Builder:
         tool.started = dict(data)
         read = m.tool_started_data(tool.freeze(self.trace_id))
         _carry(tool, m.CARRIER_START, data, read)
-        self.tools.append(tool)
+        self.tools.setdefault(_call_key(data, event.step), []).append(tool)
         return True
 
     def tool_completed(self, event: Event, time_ns: int) -> bool:
         data = event.data
-        for tool in self.tools:
-            same = tool.started.get("call_id") == data.get("call_id")
-            if same and tool.attributes.get(m.STEP) == event.step:
-                break
-        else:
+        waiting = self.tools.get(_call_key(data, event.step))
+        if not waiting:
             return False
-        self.tools.remove(tool)
+        tool = waiting.pop(0)
         attrs, tool.status, tool.message = m.tool_attributes(tool.started, data)
         tool.attributes.update(attrs)
         tool.end = time_ns
@@ -231,8 +263,9 @@ class _Builder:
 
     def finish(self) -> list[Span]:
         self._close_chat()
-        for tool in self.tools:
-            tool.attributes[m.OPEN] = True
+        for waiting in self.tools.values():
+            for tool in waiting:
+                tool.attributes[m.OPEN] = True
         return [draft.freeze(self.trace_id) for draft in self.spans]
 
 
@@ -242,6 +275,11 @@ def _carry(draft: _Draft, key: str, original: dict[str, Any], read: dict[str, An
         draft.attributes[key] = text
     else:
         draft.attributes.pop(key, None)
+
+
+def _call_key(data: dict[str, Any], step: int) -> bytes:
+    """A tool call's call id and step, as a dict key."""
+    return orjson.dumps([data.get("call_id"), step])
 
 
 def _json(value: Any) -> str:
@@ -263,22 +301,35 @@ def _times(events: Sequence[Event]) -> list[int]:
     return times
 
 
-def export_run(events: Sequence[Event]) -> tuple[str, list[Span]]:
+#: What each chat span's ``gen_ai.input.messages`` holds: the request's whole input, as the
+#: conventions say (the file then grows with the square of the turns), or only the messages
+#: new since the previous chat span (linear; ``rollout import otel`` reads both).
+INPUT_MESSAGES: Final = ("full", "new")
+
+
+def export_run(events: Sequence[Event], *, input_messages: str = "full") -> tuple[str, list[Span]]:
     """One run's trace id and spans."""
+    if input_messages not in INPUT_MESSAGES:
+        raise ValueError(f"input_messages is one of {INPUT_MESSAGES}, not {input_messages!r}")
     started = events[0].data if events and events[0].type == RUN_STARTED else {}
     trace_id = trace_id_for(started.get("run_id"), started.get("test_id"))
-    builder = _Builder(trace_id)
+    builder = _Builder(trace_id, new_only=input_messages == "new")
     for event, time_ns in zip(events, _times(events), strict=True):
         builder.add(event, time_ns)
     return trace_id, builder.finish()
 
 
-def export_runs(runs: Iterable[Sequence[Event]], *, service: str = "pytest-rollout") -> bytes:
+def export_runs(
+    runs: Iterable[Sequence[Event]],
+    *,
+    service: str = "pytest-rollout",
+    input_messages: str = "full",
+) -> bytes:
     """OTLP/JSON lines, one trace (one ``ExportTraceServiceRequest``) per run."""
     lines = []
     version = _version()
     for events in runs:
-        _, spans = export_run(events)
+        _, spans = export_run(events, input_messages=input_messages)
         resource = {"service.name": service, "telemetry.sdk.name": EXPORTER_SCOPE}
         lines.append(encode_trace(spans, resource=resource, scope=EXPORTER_SCOPE, version=version))
     return b"".join(lines)

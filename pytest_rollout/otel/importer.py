@@ -18,6 +18,7 @@ is then read back by the strict loader.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -99,6 +100,54 @@ def choose_trace(spans: Iterable[Span], trace_id: str | None, path: str) -> tupl
     return candidates[0], [t for t in ordered if t != candidates[0]]
 
 
+class _Waiting:
+    """The calls turns announced that no tool span has run yet, in announcement order.
+
+    A tool span claims its call by id or, when it does not say its call's id (as
+    OpenInference's), by name and arguments (keys in any order): the first waiting call
+    that matches. Both are looked up in an index, so claiming costs the same however many
+    calls wait."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._by_id: dict[bytes, deque[int]] = {}
+        self._by_call: dict[bytes, deque[int]] = {}
+        self._added = 0
+
+    def add(self, call: dict[str, Any]) -> None:
+        number = self._added = self._added + 1
+        self._calls[number] = call
+        for index, key in ((self._by_id, _key(call.get("id"))), (self._by_call, _call_key(call))):
+            if key is not None:
+                index.setdefault(key, deque()).append(number)
+
+    def claim(self, call_id: Any, name: Any, arguments: Any) -> dict[str, Any] | None:
+        """The first waiting call with id ``call_id`` (or, with none, of that name and
+        arguments), taken off the list; ``None`` when no call matches."""
+        if call_id is not None:
+            key, index = _key(call_id), self._by_id
+        else:
+            key, index = _call_key({"name": name, "arguments": arguments}), self._by_call
+        queue = None if key is None else index.get(key)
+        while queue:
+            call = self._calls.pop(queue.popleft(), None)
+            if call is not None:
+                return call
+        return None
+
+
+def _key(value: Any) -> bytes | None:
+    """A JSON value as a dict key (keys in any order); ``None`` when it is not JSON."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
+
+
+def _call_key(call: Mapping[str, Any]) -> bytes | None:
+    return _key([call.get("name"), call.get("arguments")])
+
+
 @dataclass(slots=True)
 class _Timeline:
     """The walk over one trace's spans, in time order, making the run's events."""
@@ -116,7 +165,7 @@ class _Timeline:
     call_ids: dict[str, Any] = field(default_factory=dict)  # tool span id -> its call's id
     skipped: set[str] = field(default_factory=set)
     unannounced: dict[str, Any] | None = None  # a turn whose tool calls the tool spans say
-    unclaimed: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # not yet run
+    waiting: _Waiting = field(default_factory=_Waiting)  # announced, not yet run
     cost: float | None = None
     last_content: Any = None
     last_failed: Span | None = None
@@ -131,19 +180,6 @@ class _Timeline:
     def warn(self, span: Span, what: str) -> None:
         if not self.own:  # an export's carriers hold what its attributes do not
             self.warnings.append(f"{span.label}: {what}")
-
-    def claim(self, call_id: Any, name: Any, arguments: Any) -> dict[str, Any] | None:
-        """The announced call a tool span ran: by its id, else (a span that does not say
-        its call's id, as OpenInference's) the first waiting call of that name and
-        arguments."""
-        for index, (_, call) in enumerate(self.unclaimed):
-            if call_id is not None:
-                found = call.get("id") == call_id
-            else:
-                found = call.get("name") == name and _same(call.get("arguments"), arguments)
-            if found:
-                return self.unclaimed.pop(index)[1]
-        return None
 
     def carried(self, span: Span, key: str, data: dict[str, Any]) -> dict[str, Any]:
         if self.own and key in span.attributes:
@@ -211,7 +247,7 @@ class _Timeline:
         data = self.events[-1][2]  # as written
         for call in data.get("tool_calls") or ():
             self.announced.setdefault(call.get("id"), step)
-            self.unclaimed.append((step, call))
+            self.waiting.add(call)
         cost = data.get("cost_usd")
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             self.cost = (self.cost or 0.0) + cost
@@ -224,7 +260,7 @@ class _Timeline:
     def tool_start(self, span: Span) -> None:
         data = self.carried(span, m.CARRIER_START, m.tool_started_data(span))
         self.fit_arguments(span, data)
-        claimed = self.claim(data.get("call_id"), data.get("name"), data.get("arguments"))
+        claimed = self.waiting.claim(data.get("call_id"), data.get("name"), data.get("arguments"))
         if claimed is not None and data.get("call_id") is None:
             data["call_id"] = claimed.get("id")  # the id of the call it ran, by name and arguments
         if data.get("call_id") is None and not self.own:
@@ -278,7 +314,7 @@ class _Timeline:
             if not isinstance(message, Mapping) or message.get("role") != "tool":
                 continue
             call_id = message.get("tool_call_id")
-            claimed = None if call_id is None else self.claim(call_id, None, None)
+            claimed = None if call_id is None else self.waiting.claim(call_id, None, None)
             if claimed is None:
                 continue
             step = self.announced.get(call_id, self.step)
@@ -298,26 +334,25 @@ class _Timeline:
 _Item = tuple[tuple[int, int, int, int], Callable[[], None]]
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Two calls' arguments are the same JSON (keys in any order)."""
-    sort = orjson.OPT_SORT_KEYS
-    try:
-        return orjson.dumps(a, option=sort) == orjson.dumps(b, option=sort)
-    except TypeError:
-        return False
-
-
 def _span_order(spans: list[Span]) -> list[Span]:
-    """Spans by start time, a parent before its children."""
+    """Spans by start time, a parent before its children.
+
+    Each span's depth is worked out once, walking up only to the first span whose depth
+    is known, so a chain of any length costs linear time (a cycle, which the reader
+    refuses, would stop the walk too)."""
     by_id = {s.span_id: s for s in spans}
-
-    def depth(span: Span) -> int:
-        seen, parent = 0, span.parent_id
-        while parent in by_id and seen < len(by_id):
-            seen, parent = seen + 1, by_id[parent].parent_id
-        return seen
-
-    return sorted(spans, key=lambda s: (s.start_ns, depth(s)))
+    depths: dict[str, int] = {}
+    for span in spans:
+        chain: dict[str, None] = {}  # the walk so far, in order
+        key: str | None = span.span_id
+        while key is not None and key in by_id and key not in depths and key not in chain:
+            chain[key] = None
+            key = by_id[key].parent_id
+        depth = depths.get(key, -1) if key is not None else -1
+        for known in reversed(chain):
+            depth += 1
+            depths[known] = depth
+    return sorted(spans, key=lambda s: (s.start_ns, depths[s.span_id]))
 
 
 def _agent_of(spans: list[Span]) -> Span | None:

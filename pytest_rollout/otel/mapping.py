@@ -25,6 +25,7 @@ __all__ = [
     "CARRIER_END",
     "CARRIER_START",
     "EVENT_DATA",
+    "NEW_INPUT",
     "OPEN",
     "STEP",
     "agent_attributes",
@@ -33,6 +34,8 @@ __all__ = [
     "chat_attributes",
     "completed_attributes",
     "error_of",
+    "read_input",
+    "request_data",
     "run_started_data",
     "terminal_attributes",
     "terminal_data",
@@ -50,6 +53,9 @@ CARRIER_START: Final = "pytest_rollout.start"
 CARRIER_END: Final = "pytest_rollout.end"
 #: A span whose closing event the run never had (a turn that failed, a call left open).
 OPEN: Final = "pytest_rollout.open"
+#: On a chat span: its ``gen_ai.input.messages`` holds only the messages new since the
+#: previous chat span (``rollout export otel --input-messages new``).
+NEW_INPUT: Final = "pytest_rollout.new_input"
 #: On a span event: the whole payload of a rollout event with no span of its own.
 EVENT_DATA: Final = "pytest_rollout.data"
 _SKIPPED: Final = "step"
@@ -221,22 +227,41 @@ def error_of(span: Span) -> dict[str, Any]:
 # -- chat spans -------------------------------------------------------------------------
 
 
-def turn_started_data(
-    span: Span, previous: Sequence[Any]
-) -> tuple[dict[str, Any], list[Any] | None]:
+def turn_started_data(span: Span, previous: list[Any]) -> tuple[dict[str, Any], list[Any] | None]:
     """``llm.turn.started`` (without its step) and the request's whole message list
-    (``None``, and no ``messages``, when the span carries no input: content not captured)."""
-    attrs = span.attributes
-    full = c.input_messages(span)
+    (``None``, and no ``messages``, when the span carries no input: content not captured).
+
+    ``previous`` is the previous request's whole message list; a span that shows only its
+    new messages (:data:`NEW_INPUT`) extends it in place and returns it."""
+    full, fresh = read_input(span.attributes, c.input_messages(span), previous)
+    return request_data(span.attributes, fresh), full
+
+
+def read_input(
+    attrs: Mapping[str, Any], shown: list[Any] | None, previous: list[Any]
+) -> tuple[list[Any] | None, list[Any] | None]:
+    """A request's whole message list and its new messages, from the messages its chat span
+    shows: all of them (the new ones follow the previous request's), or with
+    :data:`NEW_INPUT` only the new ones, which then extend ``previous`` in place (so a long
+    conversation costs time linear in its messages)."""
+    if shown is None:
+        return None, None
+    if attrs.get(NEW_INPUT) is True:
+        previous.extend(shown)
+        return previous, shown
+    return shown, _new_messages(previous, shown)
+
+
+def request_data(attrs: Mapping[str, Any], fresh: list[Any] | None) -> dict[str, Any]:
+    """What a chat span's attributes say of its request, given its new messages (read from
+    the span, or known by who wrote it; ``None``: not captured)."""
     tools = c.parse_json_text(attrs.get(c.TOOL_DEFINITIONS))
     params = {
         name: attrs[f"gen_ai.request.{name}"]
         for name in c.REQUEST_PARAMS
         if f"gen_ai.request.{name}" in attrs
     }
-    fresh = None if full is None else _new_messages(previous, full)
-    data = {"messages": fresh, "tools": tools if tools is not None else [], "params": params}
-    return data, full
+    return {"messages": fresh, "tools": tools if tools is not None else [], "params": params}
 
 
 def _new_messages(previous: Sequence[Any], current: list[Any]) -> list[Any]:
@@ -246,18 +271,17 @@ def _new_messages(previous: Sequence[Any], current: list[Any]) -> list[Any]:
 
 
 def chat_attributes(
-    started: Mapping[str, Any] | None, model: Any, full: Sequence[Any] | None
+    started: Mapping[str, Any] | None, model: Any, input_messages: str | None
 ) -> dict[str, Any]:
-    """A chat span's attributes for a turn's ``llm.turn.started``."""
+    """A chat span's attributes for a turn's ``llm.turn.started``, given its whole input
+    as the conventions' JSON text (``None``: it has no such form)."""
     attrs: dict[str, Any] = {c.OPERATION: c.CHAT}
     if isinstance(model, str):
         attrs[c.REQUEST_MODEL] = model
     if started is None:
         return attrs
-    if full is not None:
-        converted = c.messages_to_otel(full)
-        if converted is not None:
-            attrs[c.INPUT_MESSAGES] = _text(converted)
+    if input_messages is not None:
+        attrs[c.INPUT_MESSAGES] = input_messages
     tools = started.get("tools")
     if tools:
         attrs[c.TOOL_DEFINITIONS] = _text(tools)

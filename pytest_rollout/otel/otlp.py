@@ -291,7 +291,37 @@ def spans_from_bytes(
         except orjson.JSONDecodeError as exc:
             raise RolloutFormatError(path, lineno, f"not JSON: {exc}") from None
         _read_request(request, spans, path, lineno, limits)
+    _check_tree(spans, path)
     return spans
+
+
+def _check_tree(spans: list[Span], path: str) -> None:
+    """Refuse a span id used twice in a trace, or parents that lead round in a circle.
+
+    Each span is walked up its parents once: a walk stops at a span already placed, so
+    the whole check is linear in the number of spans, however long the chains."""
+    by_id: dict[tuple[str, str], Span] = {}
+    for span in spans:
+        own = (span.trace_id, span.span_id)
+        if own in by_id:
+            first = by_id[own]
+            raise RolloutFormatError(
+                path, span.line, f"{span.label}: its span id is used before, by {first.label}"
+            )
+        by_id[own] = span
+    placed: set[tuple[str, str]] = set()
+    for span in spans:
+        path_ids: dict[tuple[str, str], None] = {}
+        key: tuple[str, str] | None = (span.trace_id, span.span_id)
+        while key is not None and key in by_id and key not in placed:
+            if key in path_ids:
+                raise RolloutFormatError(
+                    path, by_id[key].line, f"{by_id[key].label}: its parents form a cycle"
+                )
+            path_ids[key] = None
+            parent = by_id[key].parent_id
+            key = None if parent is None else (span.trace_id, parent)
+        placed.update(path_ids)
 
 
 def _read_request(
@@ -354,6 +384,8 @@ def _span(raw: Any, scope: str, resource: dict[str, Any], lineno: int, limits: T
     assert span_id is not None
     start = _int(span.get("startTimeUnixNano", 0), "startTimeUnixNano")
     end = _int(span.get("endTimeUnixNano", start), "endTimeUnixNano")
+    if 0 < end < start:
+        raise _Refusal(f"it ends ({end}) before it starts ({start})")
     raw_events = _list(span.get("events"), "events")
     if len(raw_events) > limits.events:
         raise _Refusal(f"{len(raw_events)} events, more than the limit of {limits.events}")

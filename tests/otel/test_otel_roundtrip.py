@@ -28,6 +28,7 @@ from pytest_rollout.otel import (
     spans_from_bytes,
     write_rollout,
 )
+from pytest_rollout.otel.exporter import INPUT_MESSAGES
 from pytest_rollout.plugin.otel_trace import OtelPlugin
 from pytest_rollout.plugin.tally import Tally
 from pytest_rollout.safety.redact import Redactor
@@ -38,11 +39,17 @@ GOLDENS = sorted(
 )
 
 
+@pytest.mark.parametrize("input_messages", INPUT_MESSAGES)
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda p: p.name)
-def test_an_exported_golden_imports_back_identical(golden: Path, tmp_path: Path) -> None:
+def test_an_exported_golden_imports_back_identical(
+    golden: Path, input_messages: str, tmp_path: Path
+) -> None:
     trace = tmp_path / "trace.jsonl"
     back = tmp_path / "back.jsonl"
-    assert run_cli("export", "otel", str(golden), "-o", str(trace))[0] == 0
+    exported = run_cli(
+        "export", "otel", str(golden), "-o", str(trace), "--input-messages", input_messages
+    )
+    assert exported[0] == 0
     assert run_cli("import", "otel", str(trace), "-o", str(back))[0] == 0
     assert compare(load(golden).events, load(back).events).identical
     # The spans are the conventions': one agent span, a chat span a step, a tool span a call.
@@ -127,13 +134,14 @@ def record(turn_list: list[tuple[Any, list[dict[str, Any]], dict[str, Any]]]) ->
     return list(rec.rollout().events)
 
 
+@pytest.mark.parametrize("input_messages", INPUT_MESSAGES)
 @SETTINGS
 @given(turn_list=turns)
 def test_a_generated_run_round_trips(
-    turn_list: Any, tmp_path_factory: pytest.TempPathFactory
+    input_messages: str, turn_list: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     events = record(turn_list)
-    run = import_spans(spans_from_bytes(export_runs([events])))
+    run = import_spans(spans_from_bytes(export_runs([events], input_messages=input_messages)))
     assert not run.warnings  # an export holds all it says
     back = write_rollout(run, tmp_path_factory.mktemp("otel") / "back.jsonl", Redactor("full"))
     assert compare(events, back.events).identical
