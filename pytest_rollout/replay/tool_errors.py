@@ -9,7 +9,11 @@ built from the recorded args has the recorded message as its ``str()``. Otherwis
 :class:`RecordedToolError` subclass named like the original class, whose ``str()`` is the
 recorded message: an agent that shows the error to its model shows the same text. A class
 that would steer the test run (pytest's outcomes, ``unittest.SkipTest``, ``StopIteration``)
-is never raised: a golden naming one gets the stand-in, so it cannot make a test skip.
+is never raised: a golden naming one gets a plain :class:`RecordedToolError`, so it cannot
+make a test skip. Whenever the class raised is not named like the recorded one (that, or a
+name that is not a Python name), the run records the class raised, not the golden's, so the
+verdict shows the difference instead of passing over it (``StopIteration`` excepted: an
+``except Exception`` treats it like its stand-in).
 """
 
 from __future__ import annotations
@@ -71,6 +75,12 @@ def _steers(cls: type) -> bool:
     return any(c.__module__.partition(".")[0] in _RUNNER_PACKAGES for c in cls.__mro__)
 
 
+def _ends_an_iteration(name: str) -> bool:
+    """``StopIteration`` and its async twin: an ordinary tool error (``next()`` of an empty
+    iterator) that an ``except Exception`` catches like the stand-in replay raises."""
+    return name in ("StopIteration", "StopAsyncIteration")
+
+
 def _names_a_runner_class(name: str, type_name: str) -> bool:
     """Whether a recorded error names a class that steers the run (see :func:`_steers`),
     imported or not: its stand-in is not named like it either."""
@@ -121,6 +131,8 @@ def rebuild_error(error: Mapping[str, Any]) -> BaseException:
     name = str(error.get("class", "Exception"))
     message = str(error.get("message", ""))
     rebuilt = _same_class(error, name, message)
+    recorded = {k: error[k] for k in ("class", "message", "type", "args") if k in error}
+    recorded.update({"class": name, "message": message})
     if rebuilt is None:
         type_name = error.get("type")
         tag = type_name[:_MAX_NAME] if isinstance(type_name, str) else ""
@@ -131,8 +143,11 @@ def rebuild_error(error: Mapping[str, Any]) -> BaseException:
         else:
             stand_in = name if name.isidentifier() and len(name) <= _MAX_NAME else "Error"
             rebuilt = _stand_in(stand_in, tag)(name, message)
-    recorded = {k: error[k] for k in ("class", "message", "type", "args") if k in error}
-    recorded.update({"class": name, "message": message})
+        raised = type(rebuilt).__name__
+        if raised != name and not _ends_an_iteration(name):
+            # The agent did not get the class the golden names: the run records the class it
+            # got, so the verdict shows the difference instead of passing over it.
+            recorded = {"class": raised, "message": message}
     with contextlib.suppress(Exception):  # a class that takes no attributes
         setattr(rebuilt, RECORDED_ERROR, recorded)
     return rebuilt

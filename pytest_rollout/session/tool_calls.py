@@ -142,9 +142,14 @@ class ToolCalls:
         compared with."""
         data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": 0}
         if call.error:
-            data["error"] = call.error
+            raised = rebuild_error(call.error)
+            # As recorded, unless the agent got another class than the golden names (one
+            # that would steer the test run): then what it got, so the verdict sees it.
+            as_raised = tool_error_data(raised)
+            same = as_raised.get("class") == call.error.get("class")
+            data["error"] = call.error if same else as_raised
             self._run.record(TOOL_CALL_COMPLETED, data)
-            raise rebuild_error(call.error)
+            raise raised
         data["output"] = call.output
         if call.output_type is not None:
             data["output_type"] = call.output_type

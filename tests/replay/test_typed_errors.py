@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout.replay.tool_errors import RecordedToolError, rebuild_error
+from pytest_rollout.replay.tool_errors import RECORDED_ERROR, RecordedToolError, rebuild_error
 from pytest_rollout.session.exceptions import error_data, tool_error_data
 
 
@@ -110,6 +110,7 @@ def test_a_class_name_that_is_not_an_identifier_gets_a_plain_stand_in() -> None:
     assert type(rebuilt).__name__ == "Error"
     assert isinstance(rebuilt, RecordedToolError)
     assert rebuilt.error_class == "Bad Name\x1b[31m"
+    assert getattr(rebuilt, RECORDED_ERROR) == {"class": "Error", "message": "m"}
 
 
 @pytest.mark.parametrize(
@@ -138,6 +139,13 @@ def test_a_golden_naming_a_class_that_steers_the_run_gets_a_plain_recorded_error
     assert type(rebuilt) is RecordedToolError
     assert not isinstance(rebuilt, unittest.SkipTest)
     assert (rebuilt.error_class, str(rebuilt)) == (error["class"], "stop here")
+    # The run records what was raised, so its verdict sees the golden said otherwise; only
+    # StopIteration, which an ``except Exception`` treats like the stand-in, keeps its name.
+    recorded = getattr(rebuilt, RECORDED_ERROR)
+    if error["class"] == "StopIteration":
+        assert recorded == {**error, "message": "stop here"}
+    else:
+        assert recorded == {"class": "RecordedToolError", "message": "stop here"}
 
 
 def test_a_stand_in_is_never_named_with_escapes_or_workflow_commands() -> None:
