@@ -49,6 +49,7 @@ from .redact_rules import (
     BUILTIN_RULES,
     KEY_SUFFIXES,
     SECRET_KEYS,
+    SEGMENT_KEYS,
     RedactionError,
     Rule,
     builtin_key_label,
@@ -56,7 +57,7 @@ from .redact_rules import (
     normalize_key,
     suffix_label,
 )
-from .redact_text import MARKER, MARKER_OPEN, TextRedactor, is_marker, json_escaped
+from .redact_text import MARKER, MARKER_OPEN, TextRedactor, env_forms, is_marker, json_escaped
 
 __all__ = [
     "BUILTIN_RULES",
@@ -145,10 +146,13 @@ class Redactor:
         secrets = env_secrets(os.environ if environ is None else environ)
         # The gates: None when a rule has no known anchor (every payload is then walked).
         names = list(self._extra_keys)
-        json_forms = [json_escaped(v).encode("utf-8") for v, _ in secrets]
-        raw_forms = [v.encode("utf-8", "surrogatepass") for v, _ in secrets]
+        # A payload holding an escaped form of a value holds an escaped backslash, which
+        # the payload gate never passes: it needs words for the values alone.
+        json_forms = [_encoded(json_escaped(v)) for v, _ in secrets]
+        forms = [form for value, _ in secrets for form in env_forms(value)]
+        scan_forms = {_encoded(f) for form in forms for f in (form, json_escaped(form))}
         gate = build_gate(all_rules, json_forms, names)
-        self._scan_gate = build_gate(all_rules, [*json_forms, *raw_forms], names)
+        self._scan_gate = build_gate(all_rules, [*json_forms, *sorted(scan_forms)], names)
         hashed = self.mode is RedactionMode.HASHED
         self._strings = TextRedactor(all_rules, secrets, gate, hashed=hashed)
         self._names = self._strings.with_marker(name_marker)
@@ -175,6 +179,7 @@ class Redactor:
             "rules": sorted([r.label, r.pattern] for r in rules),
             "keys": keys,
             "key_suffixes": sorted(s.decode() for s, _, _ in KEY_SUFFIXES),
+            "segment_keys": sorted(regex.pattern for regex, _ in SEGMENT_KEYS),
         }
         return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -287,9 +292,10 @@ class Redactor:
     def _key_label(self, key: str) -> str | None:
         """The label of a secret-named key. A redaction marker in it names nothing: it
         counts as one letter, which is also how the gate sees it (its "[" ends a word, its
-        "R" starts another)."""
+        "R" starts another); a "q", which starts no word of the key table (an "x" would make
+        ``[REDACTED:jwt]-auth`` an ``x-auth``)."""
         if MARKER_OPEN in key:
-            key = MARKER.sub("x", key)
+            key = MARKER.sub("q", key)
         return self._extra_keys.get(normalize_key(key)[0]) or builtin_key_label(key)
 
     # -- walking --------------------------------------------------------------------------
@@ -514,6 +520,10 @@ def _encoded_json(text: str) -> Any:
     except orjson.JSONDecodeError:
         return None
     return found if isinstance(found, dict | list | str) else None
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _json_string(body: str) -> str:

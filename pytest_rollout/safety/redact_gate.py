@@ -15,6 +15,11 @@ of ``password``, ``y`` of ``eyJ``, ...; a rare byte of each environment value) t
 then one regular expression searches for NUL followed by what may come next, arranged as a
 trie on the next byte. Every class and literal of the gate is written over the translated
 bytes (their "images"), so the gate matches whenever the rule it stands for could.
+
+A word with no anchor byte at all (``pin``, ``passphrase``, ``sessionid``, ``npm_``) has no
+place in the gate: a new anchor for it (``p``: 2.5% of a prose payload's bytes) or a second
+search of its own costs every payload a third to a half more (``bench_redact_gate.py``), so
+such words are left to the user's extra keys and rules (docs/secrets.md).
 """
 
 from __future__ import annotations
@@ -33,15 +38,18 @@ _ALL: Final = frozenset(range(256))
 _B64URL: Final = _ALNUM | frozenset(b"_-")
 _B64: Final = _ALNUM | frozenset(b"+/")
 _UPPER_OR_DIGIT: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_HEX_LOWER: Final = frozenset(b"0123456789abcdef")
 #: A run of blanks, written plainly or JSON-escaped.
 _BLANKS: Final = rb"(?:[ \t]|\\t)++"
-#: k: token, key, cookie, sk-; c: secret, credential; w: password; z: authorization;
-#: b: bearer, basic, BEGIN; g: ghp_, glpat-; J: eyJ; x: xoxb-; A: AKIA, AIza; /: ://;
-#: f: hf_; G: SG.; 9: ya29.; ? and &: ?pass=. Chosen by measurement: every anchor byte in
-#: a payload costs a few tens of nanoseconds. Two anchors share one image, so a word's
-#: letters after its anchor should not be anchors themselves (``key`` with a ``y`` anchor
-#: would look like ``web``, ``bec``, ...).
-_ANCHORS: Final = b"kKcCwWzZbBgGJxA/f9?&"
+#: k: token, key, cookie, sk-; c: secret, credential; w: password, pwd; z: authorization;
+#: b: bearer, basic, BEGIN, db_pass; g: ghp_, glpat-; J: eyJ; x and X: xoxb-, x-auth;
+#: S: SK (Twilio); A: AKIA, AIza, pypi-AgEI; /: ://; f: hf_; G: SG.; 9: ya29.; ? and &:
+#: ?pass=. Chosen by measurement: every anchor byte in a payload costs a few tens of
+#: nanoseconds (capital X and S are all but absent from ordinary payloads; SK anchored at
+#: its K, after every "sk" of "task" or "ask", cost a tenth more). Two anchors share one
+#: image, so a word's letters after its anchor should not be anchors themselves (``key``
+#: with a ``y`` anchor would look like ``web``, ``bec``, ...).
+_ANCHORS: Final = b"kKcCwWzZbBgGJxXSA/f9?&"
 #: How common a byte is in ordinary payloads (lower: a better anchor for an env value).
 _RARE_FIRST: Final = (
     b"!#$%&*+;<>?@^`|~'()[]{}="
@@ -84,6 +92,10 @@ class _GateBuilder:
             table[byte] = 0
         self.table = bytes(table)
         self._entries: list[tuple[tuple[frozenset[int], ...], bytes]] = []
+        # Words that end at their anchor (eyJ at its J, SK at its K): what is before the
+        # anchor is all that tells them apart, so they are tried together, behind one look
+        # at the byte before the anchor, instead of one after another at every anchor.
+        self._guarded: list[tuple[frozenset[int], bytes]] = []
 
     def images(self, members: Iterable[int]) -> frozenset[int]:
         return frozenset(self.table[m] for m in members)
@@ -104,7 +116,10 @@ class _GateBuilder:
         after = tuple(self.images(_forms(b, ci)) for b in text[at + 1 :])
         if at:  # the bytes before the anchor, checked once the rest has matched
             tail = b"(?<=" + b"".join(self.cls(_forms(b, ci)) for b in text) + b")" + tail
-        self._entries.append((after, tail))
+        if at and not after:
+            self._guarded.append((self.images(_forms(text[at - 1], ci)), tail))
+        else:
+            self._entries.append((after, tail))
 
     def run(self) -> bytes:
         """Any run of non-alphanumerics, JSON escapes included."""
@@ -113,11 +128,19 @@ class _GateBuilder:
         return rb"(?:" + plain + rb"|\\(?:u" + hexa + rb"{4}|" + self.cls(_ALL - {0x75}) + rb"))*+"
 
     def compile(self) -> re.Pattern[bytes]:
-        return re.compile(b"\x00" + _trie(self._entries))
+        extra: list[bytes] = []
+        if self._guarded:
+            before = _render(frozenset().union(*(guard for guard, _ in self._guarded)))
+            tails = b"|".join(dict.fromkeys(tail for _, tail in self._guarded))
+            extra.append(b"(?<=" + before + b"\x00)(?:" + tails + b")")
+        return re.compile(b"\x00" + _trie(self._entries, extra))
 
 
-def _trie(entries: list[tuple[tuple[frozenset[int], ...], bytes]]) -> bytes:
-    """Alternatives grouped by their next byte, so that a candidate enters one at most."""
+def _trie(
+    entries: list[tuple[tuple[frozenset[int], ...], bytes]], extra: Iterable[bytes] = ()
+) -> bytes:
+    """Alternatives grouped by their next byte, so that a candidate enters one at most;
+    ``extra`` alternatives last."""
     groups: dict[int, list[tuple[tuple[frozenset[int], ...], bytes]]] = {}
     done: list[bytes] = []
     for atoms, tail in entries:
@@ -128,6 +151,7 @@ def _trie(entries: list[tuple[tuple[frozenset[int], ...], bytes]]) -> bytes:
             groups.setdefault(head, []).append((atoms[1:], tail))
     parts = [re.escape(bytes([h])) + _trie(sub) for h, sub in groups.items()]
     parts += list(dict.fromkeys(done))
+    parts += extra
     if len(parts) == 1:
         return parts[0]
     return b"(?:" + b"|".join(parts) + b")"
@@ -176,8 +200,10 @@ class _Words:
             g.word(word, ci=self.ci, tail=tail, at=self.at)
 
 
-#: The words of each built-in rule, by label.
-_RULE_WORDS: Final[Mapping[str, _Words]] = {
+_AWS_IDS: Final = (b"AKIA", b"ASIA", b"AGPA", b"AIDA", b"AROA", b"ANPA", b"ANVA", b"AIPA")
+
+#: The words of each built-in rule, by label (a rule found by two kinds of word has both).
+_RULE_WORDS: Final[Mapping[str, _Words | tuple[_Words, ...]]] = {
     "pem-private-key": _Words((b"-----BEGIN",)),
     "jwt": _Words((b"eyJ",), at=2, tail=_then(_B64URL, 5)),
     "anthropic-key": _Words((b"sk-",)),
@@ -186,16 +212,21 @@ _RULE_WORDS: Final[Mapping[str, _Words]] = {
     "slack-token": _Words((b"xoxb-", b"xoxa-", b"xoxp-", b"xoxr-", b"xoxs-", b"xapp-")),
     "google-api-key": _Words((b"AIza",), tail=_then(_B64URL, 35)),
     "stripe-key": _Words((b"sk_live_", b"sk_test_", b"rk_live_", b"rk_test_")),
-    "aws-access-key": _Words(
-        (b"AKIA", b"ASIA", b"AGPA", b"AIDA", b"AROA", b"ANPA", b"ANVA", b"AIPA"),
-        tail=_then(_UPPER_OR_DIGIT, 16),
-    ),
+    "aws-access-key": _Words(_AWS_IDS, tail=_then(_UPPER_OR_DIGIT, 16)),
     # The ":" and "=" forms are the key words' own.
     "gitlab-token": _Words((b"glpat-", b"gldt-", b"glrt-", b"glptt-", b"glft-")),
     "huggingface-token": _Words((b"hf_",), at=1, tail=_then(_ALNUM, 30)),
     "sendgrid-key": _Words((b"SG.",), at=1, tail=_then(_B64URL, 16)),
     "google-oauth-token": _Words((b"ya29.",), at=3, tail=_then(_B64URL, 20)),
-    "aws-secret-key": _Words((b"key",), ci=True, tail=_then(_B64, 40, blanks=True)),
+    # After a key name (its ":" and "=" forms are the key words'), or an access key id.
+    "aws-secret-key": (
+        _Words((b"key",), ci=True, tail=_then(_B64, 40, blanks=True)),
+        _Words((b"AKIA", b"ASIA"), tail=_then(_UPPER_OR_DIGIT, 16)),
+    ),
+    "twilio-key": _Words((b"SK",), tail=_then(_HEX_LOWER, 32)),
+    "pypi-token": _Words((b"pypi-AgEIcHlwaS5vcmc", b"pypi-AgENdGVzdC5weXBpLm9yZw")),
+    "connection-password": _Words(()),  # the key layer's "pwd" and "password" followed by "="
+    "cookie-header": _Words(()),  # the key layer's "cookie" followed by ":"
     "azure-storage-key": _Words(()),  # the key layer's "key" followed by "="
     "slack-webhook": _Words((b"hooks.slack.com/",)),
     "url-password": _Words((b"://",), tail=_userinfo),
@@ -207,28 +238,38 @@ _RULE_WORDS: Final[Mapping[str, _Words]] = {
 }
 
 
-def _glued_tail(g: _GateBuilder) -> bytes:
+def _glued_tail(stops: bytes) -> _Tail:
     """After a marker's label: the rest of the marker, then a byte of text glued to it that
-    the redactor hides with the marker (see ``RUNS_ON`` in the rules module)."""
-    label = g.cls(_ALNUM | frozenset(b"_.:-"))
-    ends = frozenset(b" \t\n\r\x0b\x0c\"'&,;\\") | frozenset(range(0x20)) | {0x7F}
-    return label + b"*+\\]" + g.cls(_ALL - ends)
+    the redactor hides with the marker (see ``RUNS_ON`` in the rules module): anything but
+    ``stops``, a control character, a quote or a backslash (which also starts the escape of
+    a newline in the encoded bytes)."""
+    ends = frozenset(stops + b"\"'\\") | frozenset(range(0x20)) | {0x7F}
+
+    def tail(g: _GateBuilder) -> bytes:
+        label = g.cls(_ALNUM | frozenset(b"_.:-"))
+        return label + b"*+\\]" + g.cls(_ALL - ends)
+
+    return tail
 
 
+_PAIR_STOPS: Final = b" &,;"
 #: The marker words of the rules whose markers take in the text glued after them.
 _GLUED_WORDS: Final[Mapping[str, _Words]] = {
-    "aws-secret-key": _Words((b"aws-secret-key",), tail=_glued_tail),
-    "credential-pair": _Words((b"credential-pair",), tail=_glued_tail),
+    "aws-secret-key": _Words((b"aws-secret-key",), tail=_glued_tail(_PAIR_STOPS)),
+    "credential-pair": _Words((b"credential-pair",), tail=_glued_tail(_PAIR_STOPS)),
+    "connection-password": _Words((b"connection-password",), tail=_glued_tail(b";")),
+    "cookie-header": _Words((b"cookie-header",), tail=_glued_tail(b"")),
 }
 _BUILTIN_BY_LABEL: Final[Mapping[str, Rule]] = {rule.label: rule for rule in BUILTIN_RULES}
 
 
-def _rule_words(rule: Rule) -> _Words | None:
+def _rule_words(rule: Rule) -> tuple[_Words, ...] | None:
     """The words of ``rule`` if it is a built-in one; ``None`` for a rule the gate cannot
     stand for."""
     if _BUILTIN_BY_LABEL.get(rule.label) != rule:
         return None
-    return _RULE_WORDS.get(rule.label)
+    words = _RULE_WORDS.get(rule.label)
+    return (words,) if isinstance(words, _Words) else words
 
 
 def _add_key_words(g: _GateBuilder) -> None:
@@ -246,6 +287,9 @@ def _add_key_words(g: _GateBuilder) -> None:
     g.word(b"authorization", ci=True, tail=end)
     g.word(b"secret", ci=True, tail=plural + end)
     g.word(b"credential", ci=True, tail=plural + end)
+    for sep in (b"", b"_", b"-", b"."):  # the spellings of SEGMENT_KEYS
+        g.word(b"db" + sep + b"pass", ci=True, tail=end)
+        g.word(b"x" + sep + b"auth", ci=True, tail=end)
 
 
 def _env_anchor(value: bytes, anchors: set[int]) -> int:
@@ -308,10 +352,10 @@ def build_gate(
     rules = tuple(rules)
     found: list[_Words] = []
     for rule in rules:
-        words = _rule_words(rule)
-        if words is None:
+        known = _rule_words(rule)
+        if known is None:
             return None
-        found.append(words)
+        found += known
     anchors = set(_ANCHORS)
     anchored = [(form, _env_anchor(form, anchors)) for form in env_forms]
     builder = _GateBuilder(anchors)

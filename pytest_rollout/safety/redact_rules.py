@@ -41,8 +41,8 @@ __all__ = [
     "BUILTIN_RULES",
     "KEY_SUFFIXES",
     "RUNS_ON",
-    "RUNS_ON_TAIL",
     "SECRET_KEYS",
+    "SEGMENT_KEYS",
     "SPAN_CHECKS",
     "RedactionError",
     "Rule",
@@ -151,12 +151,24 @@ _SECRET_KEY_NAMES: Final = "|".join(
     f"(?<=(?i:secret{middle}key))"
     for middle in ("", "[_.-]", "access", "access[_.-]", "[_.-]access", "[_.-]access[_.-]")
 )
+#: A bare AWS secret access key: forty characters of base64 that are not all hex (a git SHA
+#: is), standing alone as a token.
+_AWS_SECRET_TOKEN: Final = (
+    r"(?<![A-Za-z0-9/+=])(?=[0-9a-fA-F]{0,39}+[g-zG-Z/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+#: What may stand between an access key id and its secret: up to 32 runs of separators and
+#: of other tokens (the rows of a credentials CSV, ``aws configure``'s prompts).
+_AWS_GAP: Final = rf"(?:[^A-Za-z0-9/+=]++|(?!{_AWS_SECRET_TOKEN})[A-Za-z0-9/+=]++){{0,32}}+"
 _AWS_SECRET: Final = Rule(
     "aws-secret-key",
-    # Forty characters of base64 are a secret only after a name that says so. The pattern
-    # starts at the "k" of "key" (a class, so the engine skips ahead to it).
-    rf"[Kk](?i:ey)(?:{_SECRET_KEY_NAMES})"
+    # Forty characters of base64 are a secret only after a name that says so, or after an
+    # access key id (AKIA..., ASIA...) in the same string. The named form starts at the "k"
+    # of "key" (a class with the id's "A", so the engine skips ahead to either).
+    rf"(?:[Kk](?i:ey)(?:{_SECRET_KEY_NAMES})"
     r"(?:[\"']?[ \t]*+(?>=>|[:=])[ \t]*+[\"']?|[ \t]++)"
+    r"|A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])"
+    + _AWS_GAP
+    + rf"(?={_AWS_SECRET_TOKEN}))"
     # Its value runs on to where a credential pair's bare value ends, as a pair's would:
     # otherwise forty characters followed by more are this rule's secret alone and a pair's
     # with the text after them, and a replayed agent that glues text to the marker sees one
@@ -191,6 +203,39 @@ _AZURE_STORAGE: Final = Rule(
     # string; the value is base64. Entered at the "k" of "key", like the other key names.
     r"[Kk](?i:ey)(?:(?<=(?i:accountkey))|(?<=(?i:sharedaccesskey)))[ \t]*+=[ \t]*+"
     r"(?P<secret>[A-Za-z0-9+/]{20,}+={0,2}+)",
+)
+_TWILIO: Final = Rule(
+    "twilio-key",
+    # An API key's SID (its secret is 32 characters of nothing in particular: found only
+    # under a secret name). An account SID (AC...) is an identifier, left alone.
+    r"SK(?<![A-Za-z0-9_-]SK)[0-9a-f]{32}(?![A-Za-z0-9_-])",
+)
+_PYPI: Final = Rule(
+    "pypi-token",
+    # A macaroon whose first bytes name pypi.org (or test.pypi.org), base64url-encoded.
+    r"pypi-(?<![A-Za-z0-9_-]pypi-)(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{16,}+",
+)
+#: Where a connection string's value ends: at a ";", the end of the line, a quote or a
+#: backslash (spaces are part of it, as ODBC has them).
+_CONNECTION_VALUE: Final = rf"[^;\r\n\"'\\{_CTRL}]"
+_CONNECTION_PASSWORD: Final = Rule(
+    "connection-password",
+    # Pwd= or Password= after a ";", an attribute of an ODBC or ADO.NET connection string;
+    # the value runs to the next ";" (one in braces, "}}" escaping a brace, is part of it).
+    # Entered at the "w", as the key words are; a PWD= elsewhere is the shell's directory.
+    r"[Ww](?:(?:(?<=;[Pp][Ww])|(?<=;[ \t][Pp][Ww]))[Dd]"
+    r"|(?:(?<=;[Pp][Aa][Ss][Ss][Ww])|(?<=;[ \t][Pp][Aa][Ss][Ss][Ww]))(?i:ord))"
+    r"[ \t]*+=[ \t]*+(?!\[REDACTED:)"
+    rf"(?P<secret>(?:\{{(?:[^}}{_CTRL}]|\}}\}})*+\}}?+)?+{_CONNECTION_VALUE}*+)",
+)
+#: Where a cookie header's value ends: at the end of the line, a quote or a backslash.
+_HEADER_VALUE: Final = rf"[^\r\n\"'\\{_CTRL}]"
+_COOKIE_HEADER: Final = Rule(
+    "cookie-header",
+    # "Cookie: name=value; ..." and "Set-Cookie: name=value; attributes": every value of the
+    # line, the header's name kept. Entered at the "k"; a cookie without "name=" is prose.
+    r"[Kk](?<![A-Za-z0-9_](?i:coo)[Kk])(?<=(?i:cook))(?i:ie)[ \t]*+:[ \t]*+"
+    rf"(?P<secret>[^\s=;,\"'\\{_CTRL}]++={_HEADER_VALUE}*+)",
 )
 _QUERY_PASSWORD: Final = Rule(
     "query-password",
@@ -261,12 +306,16 @@ BUILTIN_RULES: Final[tuple[Rule, ...]] = (
     _HUGGINGFACE,
     _SENDGRID,
     _GOOGLE_OAUTH,
-    _AWS_ACCESS,
+    _TWILIO,
+    _PYPI,
     _AWS_SECRET,
+    _AWS_ACCESS,
     _AZURE_STORAGE,
     _SLACK_WEBHOOK,
     _URL_PASSWORD,
     _QUERY_PASSWORD,
+    _CONNECTION_PASSWORD,
+    _COOKIE_HEADER,
     _BEARER,
     _BASIC,
     _TOKEN_AUTH,
@@ -274,14 +323,20 @@ BUILTIN_RULES: Final[tuple[Rule, ...]] = (
 )
 
 
-#: The rules whose secret runs on to the end of a bare value (:data:`RUNS_ON_TAIL` is one
-#: character of such a value). A fresh redaction leaves one of their markers followed only
-#: by such an end, so text found glued right after the marker (a replayed agent that
-#: concatenates a redacted value with more text) was part of the same secret when the run
-#: was recorded: the engine hides it with the marker, and a recording and its replay write
-#: the same text. Their markers have words in the gate too.
-RUNS_ON: Final[frozenset[Rule]] = frozenset({_AWS_SECRET, _CREDENTIAL_PAIR})
-RUNS_ON_TAIL: Final = _PAIR_VALUE
+#: The rules whose secret runs on to the end of a value, each with one character of such a
+#: value (a credential pair's bare value ends at whitespace, a quote, & , or ;, a connection
+#: string's password at a ; or the end of the line, a cookie header at the end of the line).
+#: A fresh redaction leaves one of their markers followed only by such an end, so text found
+#: glued right after the marker (a replayed agent that concatenates a redacted value with
+#: more text) was part of the same secret when the run was recorded: the engine hides it
+#: with the marker, and a recording and its replay write the same text. Their markers have
+#: words in the gate too.
+RUNS_ON: Final[Mapping[Rule, str]] = {
+    _AWS_SECRET: _PAIR_VALUE,
+    _CREDENTIAL_PAIR: _PAIR_VALUE,
+    _CONNECTION_PASSWORD: _CONNECTION_VALUE,
+    _COOKIE_HEADER: _HEADER_VALUE,
+}
 
 
 #: Where the secret of a match is: its (start, end), or ``None`` when the match is no secret.
@@ -347,6 +402,9 @@ SECRET_KEYS: Final = frozenset(
         "credential",
         "credentials",
         "xamzsecuritytoken",
+        "dbpass",
+        "xauth",
+        "xauthkey",
     }
 )
 
@@ -362,6 +420,7 @@ KEY_SUFFIXES: Final = (
     (b"privatekey", b"key", "private-key"),
     (b"passwords", b"passwords", "password"),
     (b"secretkey", b"key", "secret"),
+    (b"xauthkey", b"key", "api-key"),
     (b"password", b"password", "password"),
     (b"secrets", b"secrets", "secret"),
     (b"passwd", b"passwd", "password"),
@@ -381,11 +440,30 @@ def normalize_key(key: str) -> tuple[bytes, bytes]:
     return lowered.translate(None, _NOT_ALNUM), lowered.rstrip(_NOT_ALNUM)
 
 
+#: Where a word of a key starts: its start, after a character that is no letter or digit,
+#: or at a capital after a small letter or digit (``userPin``).
+_WORD_START: Final = r"(?:\A|(?<=[^A-Za-z0-9])|(?<=[a-z0-9])(?=[A-Z]))"
+#: Short names that are a secret only as the last words of a key, in the key's own spelling
+#: (``db_pass``, ``DB_PASS``, ``dbpass``, ``dbPass``; ``x-auth``, ``X_Auth``, ``xauth``),
+#: never inside a word (``dbpassport``, ``mydbpass``, ``oauth``, ``x_author``). The gate
+#: looks for these spellings (the ``b`` and ``x`` are anchors).
+SEGMENT_KEYS: Final = tuple(
+    (re.compile(_WORD_START + pattern + r"[^A-Za-z0-9]*+\Z"), label)
+    for pattern, label in (
+        (r"(?:[Dd]b|DB)[-_.]?+(?:[Pp]ass|PASS)", "password"),
+        (r"[Xx][-_.]?+(?:[Aa]uth|AUTH)", "authorization"),
+    )
+)
+
+
 def builtin_key_label(key: str) -> str | None:
     """The label of a key the built-in table names a secret, or ``None``."""
     name, stripped = normalize_key(key)
     for suffix, word, label in KEY_SUFFIXES:
         if name.endswith(suffix) and stripped.endswith(word):
+            return label
+    for regex, label in SEGMENT_KEYS:
+        if regex.search(key) is not None:
             return label
     return None
 

@@ -26,9 +26,9 @@ from typing import Final
 import orjson
 
 from .redact_gate import Gate
-from .redact_rules import RUNS_ON, RUNS_ON_TAIL, SPAN_CHECKS, Rule, SpanCheck
+from .redact_rules import RUNS_ON, SPAN_CHECKS, Rule, SpanCheck
 
-__all__ = ["MARKER", "MARKER_OPEN", "TextRedactor", "is_marker", "json_escaped"]
+__all__ = ["MARKER", "MARKER_OPEN", "TextRedactor", "env_forms", "is_marker", "json_escaped"]
 
 #: A redaction marker, as written by any mode.
 MARKER: Final = re.compile(r"\[REDACTED:[A-Za-z0-9_.:-]++\]")
@@ -49,15 +49,56 @@ def json_escaped(value: str) -> str:
     return orjson.dumps(value).decode("utf-8")[1:-1]
 
 
-def _glued(labels: Iterable[str]) -> re.Pattern[str] | None:
-    """The markers of ``labels`` (group ``label``) with the text glued after them (group
-    ``tail``), or ``None`` when there are none."""
-    names = sorted(set(labels))
-    if not names:
-        return None
-    alternation = "|".join(re.escape(n) for n in names)
-    return re.compile(
-        rf"\[REDACTED:(?P<label>{alternation})(?::[A-Za-z0-9_.:-]*+)?\](?P<tail>{RUNS_ON_TAIL}++)"
+def _ascii_escaped(value: str) -> str:
+    """``value`` inside a JSON string written with ``\\uXXXX`` escapes for all but ASCII
+    (``json.dumps``' default, ``ensure_ascii=True``)."""
+    escaped = json_escaped(value)
+    return "".join(c if c < "\x80" else _u_escape(c) for c in escaped)
+
+
+def _u_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a surrogate pair, as JSON writes a character beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def env_forms(value: str) -> list[str]:
+    """The ways an environment value is written in a string: as it is, JSON-escaped (a ``"``
+    as ``\\"``, a ``\\`` as ``\\\\``) and ``\\u``-escaped (as ``json.dumps`` writes
+    non-ASCII), once or twice (JSON text inside a JSON string, such as a tool call's
+    ``arguments``, quoted again), and as Python's ``unicode_escape`` writes it (pytest's test
+    ids). A value with none of those characters has one form."""
+    forms = [value]
+    try:
+        escaped = (json_escaped(value), _ascii_escaped(value))
+    except TypeError:  # a lone surrogate (an undecodable byte): no JSON text holds it
+        return forms
+    for form in escaped:
+        for again in (form, json_escaped(form)):
+            if again not in forms:
+                forms.append(again)
+    # As pytest writes it in a test id (``\\xe9``), and Python's repr of bytes.
+    python = value.encode("unicode_escape").decode("ascii")
+    if python not in forms:
+        forms.append(python)
+    return forms
+
+
+def _glued(tails: Mapping[str, str]) -> tuple[re.Pattern[str], ...]:
+    """For each character class of a value that runs on (the ``tails`` of labels), the
+    markers of its labels (group ``label``) with the text glued after them (group
+    ``tail``)."""
+    by_tail: dict[str, list[str]] = {}
+    for label, tail in sorted(tails.items()):
+        by_tail.setdefault(tail, []).append(label)
+    return tuple(
+        re.compile(
+            rf"\[REDACTED:(?P<label>{'|'.join(re.escape(n) for n in names)})"
+            rf"(?::[A-Za-z0-9_.:-]*+)?\](?P<tail>{tail}++)"
+        )
+        for tail, names in by_tail.items()
     )
 
 
@@ -126,14 +167,14 @@ def _compile_steps(
     rules: Iterable[Rule], secrets: list[tuple[str, str]]
 ) -> tuple[tuple[_Step, ...], tuple[_Step, ...]]:
     """The steps applied to strings, and those applied to raw text (where an environment
-    value may also appear JSON-escaped): the environment values first, then the rules in
-    order."""
+    value may also appear JSON-escaped once more): the environment values first, in each of
+    their forms, then the rules in order."""
     steps: list[_Step] = []
     raw_steps: list[_Step] = []
     if secrets:
-        plain = dict(secrets)
-        steps.append(_Step(_alternation(plain), plain, _whole))
-        escaped = {**{json_escaped(v): lab for v, lab in secrets}, **plain}
+        forms = {form: label for value, label in secrets for form in env_forms(value)}
+        steps.append(_Step(_alternation(forms), forms, _whole))
+        escaped = {**{json_escaped(v): lab for v, lab in forms.items()}, **forms}
         raw_steps.append(_Step(_alternation(escaped), escaped, _whole))
     for rule in rules:
         regex = re.compile(rule.pattern)
@@ -151,7 +192,7 @@ class TextRedactor:
     ``hashed`` writes the digest of each secret into its marker.
     """
 
-    __slots__ = ("_custom", "_gate", "_glued", "_hashed", "_raw_steps", "_steps")
+    __slots__ = ("_custom", "_escapes", "_gate", "_glued", "_hashed", "_raw_steps", "_steps")
 
     def __init__(
         self,
@@ -163,8 +204,11 @@ class TextRedactor:
     ) -> None:
         rules = tuple(rules)
         self._steps, self._raw_steps = _compile_steps(rules, secrets)
-        self._glued = _glued(rule.label for rule in rules if rule in RUNS_ON)
+        self._glued = _glued({rule.label: RUNS_ON[rule] for rule in rules if rule in RUNS_ON})
         self._gate = gate
+        # An escaped form of an environment value holds a backslash, and the gate has no
+        # words for those forms: a string with a backslash is then always read.
+        self._escapes = any(len(env_forms(value)) > 1 for value, _ in secrets)
         self._hashed = hashed
         self._custom: Callable[[str, str], str] | None = None
 
@@ -194,9 +238,9 @@ class TextRedactor:
             result = self._pass(result)
             if result == before:
                 break
-        glued = self._glued
-        if glued is not None and MARKER_OPEN in result:
-            result = glued.sub(_drop_tail, result)
+        if self._glued and MARKER_OPEN in result:
+            for glued in self._glued:
+                result = glued.sub(_drop_tail, result)
         return result
 
     def first_label(self, text: str) -> str | None:
@@ -212,16 +256,18 @@ class TextRedactor:
 
     def _glued_label(self, text: str) -> str | None:
         """The label of the first marker :meth:`redact` would hide glued text with."""
-        glued = self._glued
-        if glued is None or MARKER_OPEN not in text:
+        if MARKER_OPEN not in text:
             return None
-        found = glued.search(text)
-        return None if found is None else found.group("label")
+        for glued in self._glued:
+            found = glued.search(text)
+            if found is not None:
+                return found.group("label")
+        return None
 
     def _clean(self, text: str) -> bool:
         """Whether the gate rules out any secret in ``text`` (seen as in a payload)."""
         gate = self._gate
-        if gate is None:
+        if gate is None or (self._escapes and "\\" in text):
             return False
         try:
             encoded = orjson.dumps(text)

@@ -37,6 +37,9 @@ ANTHROPIC = fake("sk-ant-" + "api03-", 90, B64URL)
 AWS_ID = fake("AK" + "IA", 16, string.ascii_uppercase + string.digits)
 JWT = ".".join([fake("ey" + "J", 30, B64URL), fake("ey" + "J", 40, B64URL), fake("", 43, B64URL)])
 BEARER = fake("", 32, B64URL, seed="bearer")
+TWILIO = fake("S" + "K", 32, "0123456789abcdef")
+PYPI = fake("pypi-" + "AgEIcHlwaS5vcmc", 80, B64URL)
+AWS_SECRET = fake("", 40, ALNUM + "/+")
 
 #: (a parametrize id holding a secret, the secret, the label its token names)
 SECRET_IDS = [
@@ -45,7 +48,25 @@ SECRET_IDS = [
     (JWT, JWT, "jwt"),
     (f"Bearer {BEARER}", BEARER, "bearer"),
     (f"api_key={BEARER}", BEARER, "credential-pair"),
+    (f"twilio {TWILIO}", TWILIO, "twilio-key"),
+    (PYPI, PYPI, "pypi-token"),
+    (f"Server=db;Pwd={BEARER}", BEARER, "connection-password"),
+    (f"Cookie: sid={BEARER}", BEARER, "cookie-header"),
+    (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET, "aws-secret-key"),
 ]
+
+
+def test_an_access_key_pair_in_an_id_becomes_two_tokens(redact_name: Redactor) -> None:
+    path = golden_path(
+        Path("g"), f"t.py::test_x[{AWS_ID},{AWS_SECRET}]", redact_name=redact_name.redact_name
+    )
+    assert AWS_ID not in str(path)
+    assert AWS_SECRET not in str(path)
+    tokens = NAME_TOKEN.findall(path.name)
+    assert [t.rsplit("-", 1)[0] for t in tokens] == [
+        "REDACTED-aws-access-key",
+        "REDACTED-aws-secret-key",
+    ]
 
 
 @pytest.fixture
@@ -100,6 +121,16 @@ def test_an_environment_secret_in_an_id_is_hidden_too() -> None:
     )
     assert "c0rrect" not in str(path)
     assert path.name.startswith("test_db[REDACTED-env-PGPASSWORD-")
+
+
+@pytest.mark.parametrize("value", ['pa"ss\\word99', "clé-secrète-9"])
+def test_an_environment_secret_escaped_in_an_id_is_hidden_too(value: str) -> None:
+    """pytest writes a non-ASCII parameter escaped (``\\xe9``), and a backslash doubled."""
+    escaped = value.encode("unicode_escape").decode("ascii")
+    redactor = Redactor(environ={"DB_PASSWORD": value})
+    path = golden_path(Path("g"), f"t.py::test_db[{escaped}]", redact_name=redactor.redact_name)
+    assert escaped not in str(path)
+    assert path.name.startswith("test_db[REDACTED-env-DB_PASSWORD-")
 
 
 def test_names_are_redacted_in_every_mode() -> None:

@@ -74,6 +74,10 @@ AZURE_KEY = fake("", 86, ALNUM + "+/") + "=="
 HEX = string.digits + "abcdef"
 APIM_KEY = fake("", 32, HEX)
 DRF_TOKEN = fake("", 40, HEX)
+TWILIO = fake("S" + "K", 32, HEX)
+TWILIO_ACCOUNT = fake("A" + "C", 32, HEX)
+PYPI = fake("pypi-" + "AgEIcHlwaS5vcmc", 120, B64URL)
+GIT_SHA = fake("", 40, HEX, seed="sha")
 
 #: (text, redacted text): every built-in rule, with the text around the secret kept.
 POSITIVES = [
@@ -186,6 +190,39 @@ POSITIVES = [
         f"POST https://hooks.slack.com/services/{SLACK_HOOK} done",
         "POST https://hooks.slack.com/services/[REDACTED:slack-webhook] done",
     ),
+    (
+        f"twilio {TWILIO}, account {TWILIO_ACCOUNT}",
+        f"twilio [REDACTED:twilio-key], account {TWILIO_ACCOUNT}",
+    ),
+    (f"twine upload -p {PYPI} dist/*", "twine upload -p [REDACTED:pypi-token] dist/*"),
+    (
+        "Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd=S3cr3t pw!;Encrypt=yes",
+        "Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd=[REDACTED:connection-password];Encrypt=yes",
+    ),
+    (
+        "Server=db;User ID=sa;Password={a;b}}c d};Database=x",
+        "Server=db;User ID=sa;Password=[REDACTED:connection-password];Database=x",
+    ),
+    ('conn("Server=db; PWD = hunter2")', 'conn("Server=db; PWD = [REDACTED:connection-password]")'),
+    (
+        "Cookie: sessionid=abc123; csrftoken=xyz\r\nHost: a.example",
+        "Cookie: [REDACTED:cookie-header]\r\nHost: a.example",
+    ),
+    (
+        "set-cookie: id=a3fWa; Expires=Thu, 21 Oct 2021 07:28:00 GMT; HttpOnly",
+        "set-cookie: [REDACTED:cookie-header]",
+    ),
+    (
+        f"User,Access key ID,Secret access key\nbob,{AWS_ID},{AWS_SECRET}\n",
+        "User,Access key ID,Secret access key\nbob,[REDACTED:aws-access-key],"
+        "[REDACTED:aws-secret-key]\n",
+    ),
+    (
+        f"AWS Access Key ID [None]: {AWS_ID}\nAWS Secret Access Key [None]: {AWS_SECRET}\n",
+        "AWS Access Key ID [None]: [REDACTED:aws-access-key]\n"
+        "AWS Secret Access Key [None]: [REDACTED:aws-secret-key]\n",
+    ),
+    (f"{AWS_ID} at commit {GIT_SHA}", f"[REDACTED:aws-access-key] at commit {GIT_SHA}"),
 ]
 
 #: Ordinary text that no rule may touch.
@@ -217,6 +254,11 @@ NEGATIVES = [
     "SG.short.name and SG.a.b are not keys",
     "ya29. starts a Google token; ya29.tooshort",
     "see https://hooks.slack.com/services/ and https://api.slack.com/messaging/webhooks",
+    f"account {TWILIO_ACCOUNT} and SK{(HEX * 2)[:31]} and SKU-{HEX * 2}",
+    "pypi-simple and pypi-AgEIcHlwaS5vcmc alone",
+    "PWD=/work/main and OLDPWD=/tmp; Password is required",
+    "cookie: chocolate chip; the Set-Cookie header sets one",
+    f"commit {GIT_SHA} and the tree {GIT_SHA[::-1]}",
 ]
 
 USAGE = {
@@ -340,6 +382,14 @@ def test_secrets_in_dict_keys_are_hidden_too(redactor: Redactor) -> None:
         ("DB_PWD", "password"),
         ("signing_key", "secret"),
         ("webhookSigningKey", "secret"),
+        ("db_pass", "password"),
+        ("DB_PASS", "password"),
+        ("dbpass", "password"),
+        ("dbPass", "password"),
+        ("x-auth", "authorization"),
+        ("HTTP_X_AUTH", "authorization"),
+        ("X-Auth-Token", "token"),
+        ("x-auth-key", "api-key"),
     ],
 )
 def test_secret_named_keys(redactor: Redactor, key: str, label: str) -> None:
@@ -368,11 +418,26 @@ def test_secret_named_keys(redactor: Redactor, key: str, label: str) -> None:
         "pass_word",
         "tok_en",
         "secretary",
+        "dbpassport",
+        "mydbpass",
+        "oauth",
+        "x_author",
     ],
 )
 def test_ordinary_keys_are_left_alone(redactor: Redactor, key: str) -> None:
     data = {key: "value-1"}
     assert redactor.redact(data) is data
+
+
+@pytest.mark.parametrize("key", ["pin", "user_pin", "passphrase", "session_id", "sessionId"])
+def test_names_without_an_anchor_letter_are_the_users_to_add(key: str) -> None:
+    """Not built in: none of their letters is an anchor of the gate, and a search for them
+    would cost every payload a third more (docs/secrets.md). An extra key adds one."""
+    data = {key: "value-1"}
+    assert Redactor(environ=NO_ENV).redact(data) is data
+    extra = Redactor(extra_keys=[key], environ=NO_ENV)
+    assert extra.redact(data) != data
+    assert not extra.gate_passes(orjson.dumps(data))
 
 
 def test_every_secret_key_name_is_recognized(redactor: Redactor) -> None:
@@ -448,6 +513,7 @@ ENV = {
     "EDITOR": "vim-with-a-long-name",
     "OUTER_TOKEN": "prefix-pk-value-0123456789-suffix",
     "GITHUB_PAT": "pat-value-abcdef",
+    "API_SECRET": "clé-secrète-9",
 }
 
 
@@ -528,6 +594,37 @@ def test_the_environment_layer_reads_os_environ_by_default(monkeypatch: pytest.M
     monkeypatch.setenv("PYTEST_ROLLOUT_TEST_TOKEN", "zz-env-value-42")
     assert Redactor().redact("zz-env-value-42") == "[REDACTED:env:PYTEST_ROLLOUT_TEST_TOKEN]"
     assert Redactor(environ={}).redact("zz-env-value-42") == "zz-env-value-42"
+
+
+@pytest.mark.parametrize("value", ['pa"ss\\word99', "clé-secrète-9"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda args: orjson.dumps(args).decode(),
+        json.dumps,  # ensure_ascii: \\u00e9
+        lambda args: json.dumps(args)[:-2],  # a streamed chunk: not JSON on its own
+        lambda args: json.dumps(json.dumps(args)),  # arguments quoted again
+    ],
+    ids=["orjson", "ascii", "chunk", "twice"],
+)
+def test_escaped_forms_of_an_environment_value_are_hidden(
+    value: str, write: Callable[[Any], str]
+) -> None:
+    """An OpenAI tool call's ``arguments`` are JSON text inside JSON: a value with a quote, a
+    backslash or a non-ASCII letter is written there escaped."""
+    redactor = Redactor(environ=ENV)
+    call = {"function": {"name": "login", "arguments": write({"user": "bob", "pw": value})}}
+    payload = orjson.dumps({"tool_calls": [call]})
+    out = redactor.redact_payload(payload)
+    assert out is not None
+    assert b"[REDACTED:env:" in out
+    for form in (value, json.dumps(value)[1:-1], orjson.dumps(value).decode()[1:-1]):
+        assert form.encode() not in out
+        assert orjson.dumps(form)[1:-1] not in out
+    assert not redactor.gate_passes(payload)
+    assert redactor.scan(payload) is not None
+    assert redactor.scan(out) is None
+    assert redactor.redact_payload(out) == out
 
 
 def test_scan_finds_the_json_escaped_form_of_an_environment_value() -> None:
@@ -742,7 +839,7 @@ def test_rules_digest_changes_with_the_configuration() -> None:
         Redactor("none", environ=NO_ENV).rules_digest,
         Redactor(extra_rules=[Rule("x", "x{9}")], environ=NO_ENV).rules_digest,
         Redactor(rules=BUILTIN_RULES[1:], environ=NO_ENV).rules_digest,
-        Redactor(extra_keys=["session_id"], environ=NO_ENV).rules_digest,
+        Redactor(extra_keys=["internal_session"], environ=NO_ENV).rules_digest,
     }
     assert len(digests) == 6
 
@@ -767,10 +864,10 @@ def jsonl(*contents: Any) -> bytes:
 
 @pytest.mark.parametrize(("text", "expected"), POSITIVES)
 def test_scan_finds_each_rule_in_jsonl_bytes(redactor: Redactor, text: str, expected: str) -> None:
-    label = re.search(r"\[REDACTED:([^\]:]+)", expected)
-    assert label is not None
+    labels = re.findall(r"\[REDACTED:([^\]:]+)", expected)
+    assert labels
     data = jsonl({"content": "hello"}, {"content": text, "n": 1})
-    assert redactor.scan(data) == label.group(1)
+    assert redactor.scan(data) in labels
 
 
 def test_scan_reads_pem_keys_written_with_escaped_newlines(redactor: Redactor) -> None:
@@ -909,6 +1006,19 @@ SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
         st.sampled_from(["?pass=", "&pass=", "?pwd=", "&password=", "?passphrase="]),
         _with_mixed(ALNUM + "!$%*+.-@", 12),
     ).map(lambda p: (f"https://h.example/p{p[0]}{p[1]}&next=1", p[1])),
+    _secret(HEX, 32).map(lambda s: ("SK" + s,) * 2),
+    _secret(B64URL, 60).map(lambda s: ("pypi-AgEIcHlwaS5vcmc" + s,) * 2),
+    st.tuples(
+        st.sampled_from(["Pwd", "PWD", "Password", "password"]), _with_mixed(ALNUM + " !@", 14)
+    )
+    .map(lambda p: (f"Server=db;Uid=sa;{p[0]}={p[1]};Encrypt=yes", p[1].strip()))
+    .filter(lambda p: len(p[1]) > 10),
+    st.tuples(st.sampled_from(["Cookie", "Set-Cookie"]), _with_mixed(ALNUM, 20)).map(
+        lambda p: (f"{p[0]}: sid={p[1]}; theme=dark", p[1])
+    ),
+    st.tuples(st.sampled_from([",", " ", "\n", ", ", "\t"]), _with_mixed(ALNUM + "/+", 40)).map(
+        lambda p: (f"{AWS_ID}{p[0]}{p[1]}", p[1])
+    ),
 )
 
 
@@ -980,6 +1090,14 @@ KEY_WORDS = st.sampled_from(
         "Ocp-Apim-Subscription-Key",
         "pwd",
         "signing_key",
+        "db_pass",
+        "dbpass",
+        "dbPass",
+        "x-auth",
+        "X-Auth-Token",
+        "x-auth-key",
+        "x_author",
+        "dbpassport",
     ]
 )
 

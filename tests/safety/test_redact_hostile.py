@@ -51,12 +51,16 @@ UNITS = [
     "?password", "Ocp-Apim-Subscription-Key: ", "subscription_key=",
     "[REDACTED:credential-pair]", "[REDACTED:credential-pair]x", "[REDACTED:aws-secret-key:",
     "credential-pair]", "aws-secret-key]a",
+    "SK0", "pypi-AgEIcHlwaS5vcmc", ";Pwd=", ";Pwd={", ";Pwd={}}", "; password=a ",
+    "Cookie: a=", "Set-Cookie: a=b; ", "AKIA0123456789ABCDEF ",
+    "AKIA0123456789ABCDEF a,", "[REDACTED:cookie-header]x ", "[REDACTED:connection-password] ",
 ]
 HEADS = ["eyJ", "sk-", "a://b:", "-----BEGIN PRIVATE KEY-----", 'password="', "Bearer ", "Basic ",
          "AIza", "xoxb-", "ghp_", "sk_live_", "aws_secret_access_key", "token", "glpat-", "hf_",
          "SG.", "ya29.", "hooks.slack.com/services/T", "AccountKey=", "Authorization: Token ",
          "?pass=", "Ocp-Apim-Subscription-Key: ", "[REDACTED:credential-pair]",
-         "[REDACTED:aws-secret-key:sha256:"]
+         "[REDACTED:aws-secret-key:sha256:", "pypi-AgEIcHlwaS5vcmc", ";Pwd=", ";Pwd={",
+         "Cookie: a=", "AKIA0123456789ABCDEF ", "[REDACTED:cookie-header]"]
 inputs = [(unit * (N // len(unit) + 1))[:N] for unit in UNITS]
 inputs += [head + "a" * N for head in HEADS] + [head + " " * N for head in HEADS]
 redactor = Redactor(environ={"X_TOKEN": "abcdefgh12", "Y_SECRET": "abcdefgh12345"})
@@ -129,6 +133,12 @@ FRAGMENTS = [
     "?pass=", "&pwd=", "Ocp-Apim-Subscription-", "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3",
     "[REDACTED:credential-pair]", "[REDACTED:aws-secret-key]", "credential-pair]",
     ":sha256:", "aws-secret-key",
+    "SK", "0123456789abcdef", "pypi-", "AgEIcHlwaS5vcmc", ";", "Pwd", "PWD", "Password",
+    "{", "}}", "Cookie: ", "Set-Cookie:", "sid=", "user_", "db", "DB_", "Db", "pass", "Pass",
+    "PASS", "x-", "X-", "x_", "auth", "Auth", "AUTH", "port", "[REDACTED:cookie-header]",
+    "[REDACTED:connection-password]",
+    "cookie-header]", "AKIAQ7ABCDEFGHIJ2345", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "cl\\u00e9-secr\\u00e8te-9", "clé-secrète-9", 'p\\"w\\\\12345678', "cl\\u00e9",
 ]  # fmt: skip
 TEXT = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
 LEAF = st.one_of(
@@ -144,7 +154,11 @@ TREE = st.recursive(
     max_leaves=8,
 )
 DOCUMENTS = st.dictionaries(TEXT, TREE, max_size=4)
-ENV = {"MY_TOKEN": "tok3n-value-xyz", "DB_PASSWORD": 'p"w\\12345678'}
+ENV = {
+    "MY_TOKEN": "tok3n-value-xyz",
+    "DB_PASSWORD": 'p"w\\12345678',
+    "API_SECRET": "clé-secrète-9",  # written escaped too: cl\u00e9-secr\u00e8te-9
+}
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -56,10 +56,12 @@ from test_redact import (
     JWT,
     OPENAI,
     PEM,
+    PYPI,
     SENDGRID,
     SLACK,
     SLACK_HOOK,
     STRIPE,
+    TWILIO,
 )
 
 from pytest_rollout.safety.redact import BUILTIN_RULES, RedactionMode, Redactor
@@ -94,11 +96,16 @@ FIXED: Final = {
     "bearer": f"Authorization: Bearer {BEARER}",
     "basic-auth": f"Authorization: Basic {BASIC}",
     "token-auth": f"Authorization: Token {DRF_TOKEN}",
+    "twilio-key": TWILIO,
+    "pypi-token": PYPI,
 }
 #: Secrets whose value runs on to a terminator: text may be glued after them.
 RUNS_ON: Final = {
     "aws-secret-key": f"aws_secret_access_key={AWS_SECRET}",
     "credential-pair": "api_key=XyZ123abc",
+    # Their values run on to a ";" or the end of the line, spaces included.
+    "connection-password": "Server=db;Pwd=S3cr3t pw",
+    "cookie-header": "Cookie: sid=abc123; theme=dark",
 }
 #: A quoted pair, closed inside its piece.
 QUOTED: Final = '"password": "my secret pass"'
@@ -184,5 +191,5 @@ def test_text_glued_to_a_replayed_pair_is_hidden_as_on_record(label: str, glued:
     record and the AWS secret key on replay."""
     secret = RUNS_ON[label]
     recorded = REDACTED.redact(secret + glued)
-    assert recorded.endswith(f"=[REDACTED:{label}]")
+    assert recorded.endswith(f"[REDACTED:{label}]")
     assert REDACTED.redact(REDACTED.redact(secret) + glued) == recorded
