@@ -61,6 +61,90 @@ IN_PROCESS: Final = (*UNUSED_PLUGINS, "-W", "ignore::pytest.PytestAssertRewriteW
 
 _SECTION: Final = re.compile(r"^_{3,} (.+?) _{3,}$")
 
+#: A ``conftest.py`` that points the OpenAI SDK at the test suite's fake service (a tool call,
+#: then the answer ``FAKE_ANSWER``), or with ``MODEL_OFFLINE`` set at a transport that
+#: refuses every request: a replay that reaches for the network fails.
+FAKE_ANSWER: Final = "Sunny."
+FAKE_SERVICE_CONFTEST: Final = f"""
+import os
+
+import httpx2
+import pytest
+from fake_models import Call, FakeModel, Say, offline_transport
+
+
+@pytest.fixture(autouse=True)
+def fake_service(monkeypatch):
+    if os.environ.get("MODEL_OFFLINE"):
+        transport = offline_transport()
+    else:
+        script = [Call("get_weather", {{"city": "Paris"}}), Say({FAKE_ANSWER!r})]
+        transport = FakeModel("openai.chat", script).transport()
+    monkeypatch.setattr(httpx2, "HTTPTransport", lambda **_: transport)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+"""
+
+
+_SDK_WEATHER_TEST: Final = """
+import json
+{imports}
+TOOLS = [{{"type": "function", "function": {{"name": "get_weather", "parameters": {{
+    "type": "object", "properties": {{"city": {{"type": "string"}}}}}}}}}}]
+
+
+def get_weather(city: str) -> dict:
+    return {{"city": city, "sky": "sunny"}}
+
+
+def {name}(rollout, golden):
+    client = rollout.openai()
+    {tools}
+    messages = [{{"role": "user", "content": "Weather in Paris?"}}]
+    with rollout.run(prompt="Weather in Paris?") as run:
+        for _ in range(4):
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, tools=TOOLS
+            )
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                run.output = message.content
+                break
+            messages.append(
+                {{"role": "assistant", "tool_calls": [c.to_dict() for c in message.tool_calls]}}
+            )
+            for call in message.tool_calls:
+                result = weather(**json.loads(call.function.arguments))
+                messages.append(
+                    {{"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}}
+                )
+    assert rollout == golden
+"""
+
+
+def sdk_weather_test(name: str, *, wrapped: bool, imports: str = "") -> str:
+    """A user's test module: an agent on ``rollout.openai()`` asks the fake service for the
+    weather in Paris, runs ``get_weather`` (through ``rollout.tools`` when ``wrapped``, else
+    directly, as an agent that forgot to wrap it) and compares with its golden."""
+    tools = "(weather,) = rollout.tools([get_weather])" if wrapped else "weather = get_weather"
+    return _SDK_WEATHER_TEST.format(name=name, tools=tools, imports=imports)
+
+
+def write_sdk_project(pytester: pytest.Pytester, **files: str) -> None:
+    """Write the fake service, its ``conftest.py`` and ``files`` (``name=source``)."""
+    helpers = Path(__file__).parent
+    pytester.makepyfile(
+        fake_models=(helpers / "fake_models.py").read_text(encoding="utf-8"),
+        conftest=FAKE_SERVICE_CONFTEST,
+        **files,
+    )
+
+
+def run_showing_warnings(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Run pytest in-process, the plugin's warnings shown rather than turned into errors
+    (this suite's setting): the verdict decides the outcome."""
+    shown = ("-W", "always::pytest_rollout.RolloutWarning")
+    return pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", *shown, *args)
+
 
 def write_project(pytester: pytest.Pytester, **test_files: str) -> None:
     """Write ``agent.py`` and the given test files (``name=source``) into the project."""

@@ -27,11 +27,9 @@ import pytest
 from hostile import EVIL, assert_printable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plugin_agent import IN_PROCESS
+from plugin_agent import run_showing_warnings, sdk_weather_test, write_sdk_project
 
 from pytest_rollout.cli import main as rollout_main
-
-HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
 
 PROBE: Final = """
 import dataclasses
@@ -68,25 +66,6 @@ class Day(datetime.date):
     def fromisoformat(cls, text):
         built("Day.fromisoformat")
         return super().fromisoformat(text)
-"""
-
-CONFTEST: Final = """
-import os
-
-import httpx2
-import pytest
-from fake_models import Call, FakeModel, Say, offline_transport
-
-
-@pytest.fixture(autouse=True)
-def fake_service(monkeypatch):
-    if os.environ.get("MODEL_OFFLINE"):
-        transport = offline_transport()
-    else:
-        script = [Call("get_weather", {"city": "Paris"}), Say("Sunny in Paris.")]
-        transport = FakeModel("openai.chat", script).transport()
-    monkeypatch.setattr(httpx2, "HTTPTransport", lambda **_: transport)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
 """
 
 TOOLS_TEST: Final = """
@@ -137,42 +116,9 @@ def test_agent(rollout, golden):
     assert rollout == golden
 """
 
-SDK_TEST: Final = """
-import json
-
-import probe  # loaded, never named by a tool
-
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}}}}]
-
-
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny"}
-
-
-def test_sdk(rollout, golden):
-    client = rollout.openai()
-    (weather,) = rollout.tools([get_weather])
-    messages = [{"role": "user", "content": "Weather in Paris?"}]
-    with rollout.run(prompt="Weather in Paris?") as run:
-        for _ in range(4):
-            reply = client.chat.completions.create(
-                model="gpt-4o-mini", messages=messages, tools=TOOLS
-            )
-            message = reply.choices[0].message
-            if not message.tool_calls:
-                run.output = message.content
-                break
-            messages.append(
-                {"role": "assistant", "tool_calls": [c.to_dict() for c in message.tool_calls]}
-            )
-            for call in message.tool_calls:
-                result = weather(**json.loads(call.function.arguments))
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-                )
-    assert rollout == golden
-"""
+SDK_TEST: Final = sdk_weather_test(
+    "test_sdk", wrapped=True, imports="import probe  # loaded, never named by a tool\n"
+)
 
 #: Classes a golden may name: the test runner's outcomes, the interpreter's exits, the
 #: probe's gadgets, this project's own errors, and names that are not names at all.
@@ -233,11 +179,6 @@ hostile_value = st.recursive(
 )
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    shown = ("-W", "always::pytest_rollout.RolloutWarning")  # the verdict decides, not -W error
-    return pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", *shown, *args)
-
-
 def _lines(golden: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in golden.read_bytes().splitlines()]
 
@@ -248,11 +189,11 @@ def _event(lines: list[dict[str, Any]], kind: str, index: int = 0) -> dict[str, 
 
 
 def _change(
-    draw: st.DrawFn, tools: list[dict[str, Any]], sdk: list[dict[str, Any]]
+    data: st.DataObject, tools: list[dict[str, Any]], sdk: list[dict[str, Any]]
 ) -> tuple[str, bool]:
     """Change one value of one of the goldens in place: what was changed, and whether the
     agent's code sees the change (then the test must fail; else it must at least not skip)."""
-    where = draw(
+    where = data.draw(
         st.sampled_from(
             [
                 "typed class",
@@ -270,28 +211,28 @@ def _change(
     forecast = _event(tools, "tool.call.completed", 0)
     error = _event(tools, "tool.call.completed", 1)["error"]
     if where == "typed class":
-        forecast["output_type"] = draw(st.sampled_from(CLASS_NAMES))
+        forecast["output_type"] = data.draw(st.sampled_from(CLASS_NAMES))
     elif where == "typed value":
-        forecast["output"] = draw(hostile_value)
+        forecast["output"] = data.draw(hostile_value)
     elif where == "refused error":
-        error["class"], hint = draw(st.sampled_from(REFUSED_ERRORS))
+        error["class"], hint = data.draw(st.sampled_from(REFUSED_ERRORS))
         error.pop("type", None) if hint is None else error.update(type=hint)
     elif where == "error hint":  # a class name and module the agent never looks at
-        error["class"] = draw(st.sampled_from(["ValueError", "SkipTest", "Oops"]))
-        error["type"] = draw(st.sampled_from(CLASS_NAMES))
+        error["class"] = data.draw(st.sampled_from(["ValueError", "SkipTest", "Oops"]))
+        error["type"] = data.draw(st.sampled_from(CLASS_NAMES))
     elif where == "error message":
-        error["message"] = draw(hostile_text)
+        error["message"] = data.draw(hostile_text)
     elif where == "tool output":
-        _event(sdk, "tool.call.completed")["output"] = draw(hostile_value)
+        _event(sdk, "tool.call.completed")["output"] = data.draw(hostile_value)
     elif where == "raw text":
         raw = _event(sdk, "llm.turn.completed", 1)["raw"]["json"]
-        raw["choices"][0]["message"]["content"] = draw(hostile_text)
+        raw["choices"][0]["message"]["content"] = data.draw(hostile_text)
     elif where == "raw call":
         raw = _event(sdk, "llm.turn.completed", 0)["raw"]["json"]
         function = raw["choices"][0]["message"]["tool_calls"][0]["function"]
-        function[draw(st.sampled_from(["name", "arguments"]))] = draw(hostile_text)
+        function[data.draw(st.sampled_from(["name", "arguments"]))] = data.draw(hostile_text)
     else:
-        _event(tools, "llm.turn.completed", 1)["content"] = draw(hostile_text)
+        _event(tools, "llm.turn.completed", 1)["content"] = data.draw(hostile_text)
     return where, where != "error hint"
 
 
@@ -303,21 +244,15 @@ def _write(golden: Path, lines: list[dict[str, Any]]) -> None:
 def test_a_changed_golden_never_passes_builds_nothing_and_prints_nothing_raw(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    pytester.makepyfile(
-        fake_models=(HERE / "fake_models.py").read_text(encoding="utf-8"),
-        conftest=CONFTEST,
-        probe=PROBE,
-        test_tools=TOOLS_TEST,
-        test_sdk=SDK_TEST,
-    )
+    write_sdk_project(pytester, probe=PROBE, test_tools=TOOLS_TEST, test_sdk=SDK_TEST)
     log = tmp_path / "built.log"
     monkeypatch.setenv("PROBE_LOG", str(log))
-    _run(pytester, "--rollout-record").assert_outcomes(passed=2)
+    run_showing_warnings(pytester, "--rollout-record").assert_outcomes(passed=2)
     tools_golden = pytester.path / "golden" / "test_tools" / "test_agent.jsonl"
     sdk_golden = pytester.path / "golden" / "test_sdk" / "test_sdk.jsonl"
     recorded = {path: path.read_bytes() for path in (tools_golden, sdk_golden)}
     monkeypatch.setenv("MODEL_OFFLINE", "1")
-    _run(pytester).assert_outcomes(passed=2)  # as recorded, both replay green
+    run_showing_warnings(pytester).assert_outcomes(passed=2)  # as recorded, both replay green
 
     @settings(
         max_examples=25,
@@ -328,12 +263,12 @@ def test_a_changed_golden_never_passes_builds_nothing_and_prints_nothing_raw(
     @given(st.data())
     def replay_a_changed_golden(data: st.DataObject) -> None:
         tools, sdk = _lines(tools_golden), _lines(sdk_golden)
-        where, seen = _change(data.draw, tools, sdk)
+        where, seen = _change(data, tools, sdk)
         for path, lines in ((tools_golden, tools), (sdk_golden, sdk)):
             _write(path, lines)
         changed = [p.name for p in recorded if p.read_bytes() != _resealed(p, recorded[p])]
         log.write_text("")
-        result = _run(pytester)
+        result = run_showing_warnings(pytester)
         out = result.stdout.str() + result.stderr.str()
         outcomes = result.parseoutcomes()
         note = f"{where} in {changed}:\n{out[-3000:]}"

@@ -5,11 +5,10 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Final
 
 import pytest
-from plugin_agent import IN_PROCESS
+from plugin_agent import run_showing_warnings, sdk_weather_test, write_sdk_project
 
 from pytest_rollout.cli import main as rollout_main
 from pytest_rollout.diff.integrity import unrecorded_calls, unrecorded_text
@@ -24,61 +23,8 @@ from pytest_rollout.format.events import (
 from pytest_rollout.format.loader import loads
 from pytest_rollout.format.recorder import Recorder
 
-HERE: Final = Path(__file__).parent.parent  # the tests folder, where the helpers are
-
-CONFTEST: Final = """
-import os
-
-import httpx2
-import pytest
-from fake_models import Call, FakeModel, Say, offline_transport
-
-
-@pytest.fixture(autouse=True)
-def fake_service(monkeypatch):
-    if os.environ.get("MODEL_OFFLINE"):
-        transport = offline_transport()
-    else:
-        script = [Call("get_weather", {"city": "Paris"}), Say("Sunny.")]
-        transport = FakeModel("openai.chat", script).transport()
-    monkeypatch.setattr(httpx2, "HTTPTransport", lambda **_: transport)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-"""
-
 #: An agent whose tool is called directly, never through rollout.tools.
-UNWRAPPED: Final = """
-import json
-
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}}}}]
-
-
-def get_weather(city):
-    return {"city": city, "sky": "sunny"}
-
-
-def test_weather(rollout, golden):
-    client = rollout.openai()
-    messages = [{"role": "user", "content": "Weather in Paris?"}]
-    with rollout.run(prompt="Weather in Paris?") as run:
-        while True:
-            reply = client.chat.completions.create(
-                model="gpt-4o-mini", messages=messages, tools=TOOLS
-            )
-            message = reply.choices[0].message
-            if not message.tool_calls:
-                run.output = message.content
-                break
-            messages.append(
-                {"role": "assistant", "tool_calls": [c.to_dict() for c in message.tool_calls]}
-            )
-            for call in message.tool_calls:
-                result = get_weather(**json.loads(call.function.arguments))
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-                )
-    assert rollout == golden
-"""
+UNWRAPPED: Final = sdk_weather_test("test_weather", wrapped=False)
 
 TEXT: Final = (
     "tool calls ran outside rollout.tools, so they were not recorded and a replay would run "
@@ -94,23 +40,14 @@ def _glob(text: str) -> str:
 
 
 def _project(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        fake_models=(HERE / "fake_models.py").read_text(encoding="utf-8"),
-        conftest=CONFTEST,
-        test_unwrapped_weather=UNWRAPPED,
-    )
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    shown = ("-W", "always::pytest_rollout.RolloutWarning")  # this suite turns warnings to errors
-    return pytester.runpytest_inprocess(*IN_PROCESS, "-p", "no:cacheprovider", *shown, *args)
+    write_sdk_project(pytester, test_unwrapped_weather=UNWRAPPED)
 
 
 def test_recording_warns_naming_the_unwrapped_tool_and_replay_fails_with_the_same_text(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _project(pytester)
-    recorded = _run(pytester, "--rollout-record")
+    recorded = run_showing_warnings(pytester, "--rollout-record")
     recorded.assert_outcomes(passed=1, warnings=1)
     recorded.stdout.fnmatch_lines(["*RolloutWarning: " + _glob(TEXT)])
 
@@ -123,7 +60,7 @@ def test_recording_warns_naming_the_unwrapped_tool_and_replay_fails_with_the_sam
     )
 
     monkeypatch.setenv("MODEL_OFFLINE", "1")
-    replayed = _run(pytester)
+    replayed = run_showing_warnings(pytester)
     replayed.assert_outcomes(failed=1)
     replayed.stdout.fnmatch_lines(
         [
@@ -139,12 +76,12 @@ def test_recording_warns_naming_the_unwrapped_tool_and_replay_fails_with_the_sam
         "def test_weather(", '@pytest.mark.rollout(unrecorded_tools="warn")\ndef test_weather('
     )
     pytester.makepyfile(test_unwrapped_weather="import pytest\n" + marked)
-    warned_here = _run(pytester)
+    warned_here = run_showing_warnings(pytester)
     warned_here.assert_outcomes(passed=1, warnings=1)
     pytester.makepyfile(test_unwrapped_weather=UNWRAPPED)
 
     pytester.makeini("[pytest]\nrollout_unrecorded_tools = warn\n")
-    warned = _run(pytester)
+    warned = run_showing_warnings(pytester)
     warned.assert_outcomes(passed=1, warnings=1)
     warned.stdout.fnmatch_lines(
         ["*RolloutWarning: golden/test_unwrapped_weather/test_weather.jsonl: " + _glob(TEXT)]
@@ -154,7 +91,7 @@ def test_recording_warns_naming_the_unwrapped_tool_and_replay_fails_with_the_sam
 def test_a_bad_unrecorded_tools_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nrollout_unrecorded_tools = sometimes\n")
     pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
-    result = _run(pytester)
+    result = run_showing_warnings(pytester)
     result.stderr.fnmatch_lines(
         ["*rollout_unrecorded_tools must be fail or warn, got 'sometimes'*"]
     )
@@ -171,7 +108,7 @@ def test_marked(rollout):
     pass
 """
     )
-    result = _run(pytester)
+    result = run_showing_warnings(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*@pytest.mark.rollout(unrecorded_tools=...) must be 'fail' or 'warn', got 'sometimes'*"]
