@@ -14,7 +14,9 @@ Generates realistic, seeded rollouts of 1k, 10k and 100k events with the project
 
 * the loader's bounded cost: ``loads`` of a whole file against ``orjson.loads`` of its lines
   (time and peak memory, each in a fresh process), on the ordinary rollout of the largest
-  size and on a hostile but valid file of lines holding 99,991 ``{}`` each.
+  size, on a hostile but valid file of lines holding 99,991 ``{}`` each, and on two recorded
+  runs of long lines: tool outputs of 1 Mi escaped control characters (``"\\u0000\\u0001..."``,
+  5.4 MiB a line) and tool outputs of one 15 MiB string.
 
 Targets: diff <= 2.0x the floor at 100k events; >= 50x faster than whole-list DeepDiff at
 10k; recording <= 5x a bare dumps; loading <= 3x the time and 3x the memory of
@@ -58,6 +60,8 @@ TARGET_DEEPDIFF_SPEEDUP = 50.0
 TARGET_RECORD_RATIO = 5.0
 TARGET_LOAD_RATIO = 3.0
 HOSTILE_ITEMS = 99_991  # {} per line: just within the 100,000 elements of a line
+CONTROL_CHARS = 1024 * 1024  # a tool output of "\u0000\u0001...\u001f" repeated
+LONG_STRING_BYTES = 15 * 1024 * 1024  # a tool output of one string, within a 16 MiB line
 DEEPDIFF_SIZE = 10_000
 TARGET_DIFF_SIZE = 100_000
 
@@ -703,10 +707,14 @@ def _report_recording(record: dict[str, float], verdicts: list[tuple[str, bool]]
 
 #: Run in a fresh process: read the file, then time and measure (peak RSS) one way of loading
 #: it. Prints "seconds kibibytes". A child inherits its parent's peak RSS, so on Linux the
-#: peak is reset (``/proc/self/clear_refs``) and read from ``VmHWM``.
+#: peak is reset (``/proc/self/clear_refs``) and read from ``VmHWM``. Both ways import what
+#: they use before the clock starts: the package's import (tens of milliseconds where no
+#: bytecode is cached, a fixed cost that would weigh on a small file's ratio) is start-up,
+#: which ``run.py`` measures, not loading.
 _MEASURE = """
 import gc, resource, sys, time
 import orjson
+from pytest_rollout import loads
 
 
 def peak():
@@ -730,7 +738,6 @@ start = time.perf_counter()
 if mode == "floor":
     kept = [orjson.loads(line) for line in data.split(b"\\n") if line.strip()]
 else:
-    from pytest_rollout import loads
     kept = loads(data, path=path)
 seconds = time.perf_counter() - start
 print(seconds, peak() - before)
@@ -748,6 +755,41 @@ def write_hostile(path: Path, mib: int) -> int:
             seq += 1
         out.write(b'{"ts":"t","seq":%d,"type":"run.completed","data":{}}\n' % seq)
     return seq + 1
+
+
+def write_long_outputs(path: Path, mib: int, output: str) -> int:
+    """A recorded run of about ``mib`` MiB (at least one tool call) whose tool calls each
+    return ``output``, so that each ``tool.call.completed`` line holds it; its events."""
+    recorder = Recorder(path, clock=_Clock(1))
+    emit = recorder.emit
+    emit("run.started", {"run_id": "long-outputs", "tools": ["read_file"]})
+    size = len(orjson.dumps(output))
+    for step in range(1, max(1, mib * 1024 * 1024 // size) + 1):
+        call = {"id": f"call_{step}", "name": "read_file", "arguments": {"path": "dump.bin"}}
+        emit("llm.turn.started", {"messages": [{"role": "user", "content": "Read it."}]})
+        emit("llm.turn.completed", {"content": None, "tool_calls": [call]})
+        emit("tool.call.started", {"call_id": call["id"], "name": "read_file"})
+        emit(
+            "tool.call.completed",
+            {"call_id": call["id"], "name": "read_file", "output": output, "duration_ms": 1.5},
+        )
+    emit("run.completed", {"outcome": "completed", "output": "done"})
+    recorder.close()
+    if recorder.stats.dropped or recorder.stats.encode_errors:
+        raise SystemExit(f"recorder lost events while generating {path}: {recorder.stats}")
+    return recorder.stats.recorded
+
+
+def control_characters() -> str:
+    """``CONTROL_CHARS`` characters of U+0000-U+001F in turn: each one is escaped in JSON
+    (``\\u0000``, ``\\n``, ...), so the line holds about 5.4 bytes a character."""
+    return "".join(map(chr, range(32))) * (CONTROL_CHARS // 32)
+
+
+def long_string() -> str:
+    """One ``LONG_STRING_BYTES`` string of plain text (nothing to escape)."""
+    text = " ".join(_WORDS) + " "
+    return (text * (LONG_STRING_BYTES // len(text) + 1))[:LONG_STRING_BYTES]
 
 
 def measure_load(mode: str, path: Path) -> tuple[float, int]:
@@ -775,7 +817,7 @@ def _load_row(label: str, path: Path, repeat: int, verdicts: list[tuple[str, boo
     verdicts.append((f"load {label} <= {TARGET_LOAD_RATIO:.0f}x orjson.loads (time, memory)", ok))
     size = path.stat().st_size / 1024 / 1024
     print(
-        f"   {label:<8} {size:7.1f} MiB  time {t_floor:7.3f} s -> {t_load:7.3f} s "
+        f"   {label:<13} {size:6.1f} MiB  time {t_floor:7.3f} s -> {t_load:7.3f} s "
         f"({time_ratio:.2f}x)  memory {m_floor / 1024:7.0f} MiB -> {m_load / 1024:7.0f} MiB "
         f"({memory_ratio:.2f}x)  {_verdict(ok)}"
     )
@@ -789,10 +831,20 @@ def _report_load_cost(directory: Path, size: int, mib: int, repeat: int) -> int:
         f"\n4. load vs orjson.loads of the lines (each in a fresh process; target <= "
         f"{TARGET_LOAD_RATIO:.0f}x time and memory)"
     )
+    controls = directory / f"controls-{mib}mib.jsonl"
+    control_events = write_long_outputs(controls, mib, control_characters())
+    strings = directory / f"long-string-{mib}mib.jsonl"
+    string_events = write_long_outputs(strings, mib, long_string())
     verdicts: list[tuple[str, bool]] = []
     _load_row("ordinary", directory / f"a-{size}.jsonl", repeat, verdicts)
     _load_row("hostile", hostile, repeat, verdicts)
-    print(f"   (hostile: {events} events, {HOSTILE_ITEMS} {{}} a line)")
+    _load_row("\\u0000-heavy", controls, repeat, verdicts)
+    _load_row("15 MiB string", strings, repeat, verdicts)
+    print(
+        f"   (hostile: {events} events, {HOSTILE_ITEMS} {{}} a line; \\u0000-heavy: "
+        f"{control_events} events, tool outputs of {CONTROL_CHARS} escaped control "
+        f"characters; 15 MiB string: {string_events} events, tool outputs of one string)"
+    )
     for name, ok in verdicts:
         print(f"   {_verdict(ok)}  {name}")
     return 0 if all(ok for _, ok in verdicts) else 1

@@ -8,7 +8,9 @@ of Python code per line. Every rule of the line-by-line check in :mod:`.loader` 
 event, the typed schema); where any of them might not hold, or a line is written otherwise,
 :func:`bulk_parse` or :func:`parsed_events` answers ``None`` and the loader reads the file line
 by line, which accepts the same files and says what is wrong with the others. Nothing is
-refused here.
+refused here. A line of megabytes (a tool's output) is read here too, when the commas and
+opening brackets of every line, counted in one pass over the file before anything is
+parsed, bound its elements and depth within the limits.
 
 A run about to be compared with another is read *like* it (``like``): a line that is the
 other run's line at the same place but for its timestamp (as when a test replays its golden)
@@ -35,6 +37,8 @@ __all__ = ["Bounds", "Parsed", "bulk_parse", "parsed_events"]
 
 #: Every byte but the opening brackets and the newline (deleted to count brackets a line).
 _NOT_OPENINGS: Final = bytes(b for b in range(256) if b not in b"[{\n")
+#: Every byte but the commas, the opening brackets and the newline (a long line's marks).
+_NOT_MARKS: Final = bytes(b for b in range(256) if b not in b",[{\n")
 _ABSENT: Final[Any] = object()
 _new_event: Final = tuple.__new__
 
@@ -51,7 +55,9 @@ _STAMP_BYTES: Final = b"0123456789-:.TZ"
 class Bounds(NamedTuple):
     """The loader's limits as the fast path uses them."""
 
-    line_bytes: int  # a line at most this long holds no more elements than the limit
+    short_line: int  # a line at most this long holds no more elements than the limit
+    line_bytes: int
+    elements: int
     depth: int
     events: int
     max_step: int
@@ -66,41 +72,67 @@ class Parsed(NamedTuple):
     stamps: list[str | None] | None = None
 
 
-def bulk_parse(data: bytes, bounds: Bounds, like: Parsed | None = None) -> Parsed | None:
-    """The lines of ``data`` and their objects when every line is within the limits and as
-    the recorder writes it, or ``None``. ``like``: the parsed lines of a run that ``data``'s
-    run is about to be compared with, read on its own (see the module's text). With
-    :func:`parsed_events` after it, the fast path; call both with the cyclic garbage
-    collector paused, since they build every object and event at once."""
-    # Cut at most events + 1 times: the rest of a file of more lines stays in one piece
-    # (refused below), so many short lines never become many objects.
-    lines = data.split(b"\n", bounds.events + 1)
-    if lines[-1] == b"":
-        lines.pop()
-    if not lines or len(lines) > bounds.events or max(map(len, lines)) > bounds.line_bytes:
+def bulk_parse(
+    data: bytes, lines: list[bytes], bounds: Bounds, like: Parsed | None = None
+) -> Parsed | None:
+    """The objects of the ``lines`` of ``data`` when every line is within the limits and as
+    the recorder writes it, or ``None``. ``lines``: ``data`` cut at most ``bounds.events +
+    1`` times (the rest of a file of more lines stays in one piece, so that many short
+    lines never become many objects), less the empty piece after a last newline. ``like``:
+    the parsed lines of a run that ``data``'s run is about to be compared with, read on its
+    own (see the module's text). With :func:`parsed_events` after it, the fast path; call
+    both with the cyclic garbage collector paused, since they build every object and event
+    at once."""
+    if not lines or len(lines) > bounds.events:
+        return None
+    longest = max(map(len, lines))
+    # A file with a line long enough to hold more elements than the limit (a tool's output
+    # of megabytes) has its lines' elements and brackets bounded before anything is parsed.
+    counted = longest > bounds.short_line
+    if counted and not _long_lines_fit(data, longest, bounds):
         return None
     stamps = None
     try:
         if like is None:
-            objects = fresh = list(map(orjson.loads, lines))  # a blank line does not parse
-            read = lines
+            objects = _written_back(lines, counted)  # a blank line does not parse
         else:
             alike = _alike(lines, like.objects)
             read = list(itertools.compress(lines, map(operator.not_, alike)))
-            fresh = list(map(orjson.loads, read))
-            objects = _merged(alike, itertools.compress(like.objects, alike), fresh)
-            copied = itertools.compress(lines, alike)
-            stamps = _merged(alike, map(bytes.decode, map(_STAMP, copied)), _nothing())
+            objects = _written_back(read, counted)
+            if objects is not None:
+                objects = _merged(alike, itertools.compress(like.objects, alike), objects)
+                copied = itertools.compress(lines, alike)
+                stamps = _merged(alike, map(bytes.decode, map(_STAMP, copied)), _nothing())
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # (the other's data was changed)
         return None
-    if not _written_back(fresh, read):  # (a line that is not an object: see parsed_events)
+    if objects is None:  # (a line that is not an object: see parsed_events)
         return None
-    # Every line's brackets, copied lines' too (they have the other line's, which passed):
-    # one pass over the file, and no copy of the lines read afresh to count theirs alone.
-    brackets = data.translate(None, _NOT_OPENINGS)
-    if max(map(len, brackets.split(b"\n"))) > bounds.depth:
+    if not counted and not _shallow(data, bounds.depth):
         return None
     return Parsed(objects, stamps)
+
+
+def _shallow(data: bytes, depth: int) -> bool:
+    """Whether no line of ``data`` has more opening brackets than ``depth``. Every line's
+    brackets, copied lines' too (they have the other line's, which passed): one pass over
+    the file, and no copy of the lines read afresh to count theirs alone."""
+    return max(map(len, data.translate(None, _NOT_OPENINGS).split(b"\n"))) <= depth
+
+
+def _long_lines_fit(data: bytes, longest: int, bounds: Bounds) -> bool:
+    """Whether every line of ``data`` is within the line limit, holds fewer commas and
+    opening brackets than the element limit (each element past the first is one of those)
+    and no more opening brackets than the depth limit: one pass in C over the file, for
+    one with lines of megabytes. Any other goes line by line, where a line's elements and
+    depth are counted exactly."""
+    if longest > bounds.line_bytes:
+        return False
+    marks = data.translate(None, _NOT_MARKS).split(b"\n")
+    if max(map(len, marks)) >= bounds.elements:
+        return False
+    commas = map(bytes.count, marks, itertools.repeat(b","))
+    openings: int = max(map(operator.sub, map(len, marks), commas))
+    return openings <= bounds.depth
 
 
 def _alike(lines: list[bytes], theirs: list[Any]) -> list[bool]:
@@ -142,14 +174,27 @@ def _nothing() -> Iterator[None]:
     return itertools.repeat(None)
 
 
-def _written_back(objects: list[Any], lines: list[bytes]) -> bool:
-    """Whether orjson writes each parsed line back byte for byte: no duplicate key was
-    dropped, no integer beyond 64 bits became a float, and the line is compact.
+def _written_back(lines: list[bytes], one_by_one: bool) -> list[Any] | None:
+    """Each line's object, when orjson writes each one back byte for byte (no duplicate key
+    was dropped, no integer beyond 64 bits became a float, and the line is compact), else
+    ``None``.
 
-    Each line's encoding is compared as it is made and freed at once, so the memory that
-    holds one is reused for the next: keeping many (a copy of the file) costs the page
-    faults of mapping them afresh, more than the writing.
+    Lines of megabytes (``one_by_one``) are each parsed, written back and compared in turn,
+    stopping at the first written otherwise: a file that goes line by line is parsed in
+    bulk no further. Other files are parsed whole first, a little faster.
     """
+    if not one_by_one:
+        objects = list(map(orjson.loads, lines))
+        return objects if _same(objects, lines) else None
+    kept, parsed = itertools.tee(map(orjson.loads, lines))
+    return list(kept) if _same(parsed, lines) else None
+
+
+def _same(objects: Iterable[Any], lines: list[bytes]) -> bool:
+    """Whether orjson writes each object back as its line. Each line's encoding is compared
+    as it is made and freed at once, so the memory that holds one is reused for the next:
+    keeping many (a copy of the file) costs the page faults of mapping them afresh, more
+    than the writing."""
     try:
         return all(map(bytes.__eq__, map(orjson.dumps, objects), lines))
     except orjson.JSONEncodeError:  # deeper than orjson writes

@@ -2,14 +2,11 @@
 
 A rollout may come from anywhere, so the loader trusts nothing: every limit and structural
 rule is checked and every refusal is one :class:`~pytest_rollout.RolloutFormatError` naming
-the file, the 1-based line and the reason. Parsing is done by orjson, which already refuses
-NaN, Infinity, overflowing floats, lone surrogates, a byte order mark and invalid UTF-8; the
-two things it would accept silently (integers beyond 64 bits become floats, a duplicate key
-keeps its last value) are detected here. Element limits are checked on the raw bytes before
-a long line is parsed, so hostile input cannot make the parser build a huge object, and the
-depth limit is checked on the line's brackets after it parsed: both with a handful of C calls
-on bytes, never by walking the parsed values, so a file within the limits costs about what
-parsing it costs. Each core event's data is then checked against the typed schema of
+the file, the 1-based line and the reason. Parsing is done by orjson; what it would accept
+silently (integers beyond 64 bits, duplicate keys) and the limits on a line's size, elements
+and depth are checked on the line's raw bytes with a handful of C calls (:mod:`.rawline`),
+never by walking the parsed values, so a file within the limits costs about what parsing it
+costs. Each core event's data is then checked against the typed schema of
 :mod:`.schema`, so code reading a loaded rollout can trust the types of its fields. A file as
 the recorder writes it is checked in bulk first (:mod:`.bulk`); any other file, and every
 refusal, goes line by line.
@@ -43,6 +40,7 @@ from .events import (
 )
 from .files import Unreadable, read_regular
 from .gcpause import collector_paused
+from .rawline import Refusal, parse_line
 from .schema import CHECKS, json_kind, schema_problem
 
 __all__ = ["Limits", "Rollout", "load", "loads", "parse", "read_rollout_bytes"]
@@ -62,13 +60,6 @@ class Limits:
 
 DEFAULT_LIMITS: Final = Limits()
 
-_MIN_INT: Final = -(2**63)
-_MAX_INT: Final = 2**64 - 1
-# An integer needs 19 digits or more to leave the 64-bit range; shorter runs are safe.
-# Every digit becomes "0", so one find() spots 19 digits in a row (C speed; a regex
-# search for \d{19} cost most of a bulk load).
-_DIGITS_TO_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
-_NINETEEN_ZEROS: Final = b"0" * 19
 # A run of JSON whitespace, newlines included: blank lines are skipped by one match.
 _JSON_WHITESPACE: Final = re.compile(rb"[ \t\r\n]*+")
 _REQUIRED: Final = (("ts", str), ("seq", int), ("type", str), ("data", dict))
@@ -91,10 +82,6 @@ class Rollout:
     def steps(self) -> int:
         """The highest step of the run (the number of LLM turns it took)."""
         return self.events[-1].step if self.events else 0
-
-
-class _Refusal(Exception):
-    """Internal: a line was refused; carries the reason until the line number is known."""
 
 
 def load(
@@ -148,12 +135,20 @@ def parse(
     if tolerant:
         data, cut = _without_cut_line(data, limits)
     bounds = _bounds(limits)
+    # Cut at most events + 1 times: the rest of a file of more lines stays in one piece
+    # (refused by both paths), so many short lines never become many objects.
+    lines = data.split(b"\n", bounds.events + 1)
+    if lines[-1] == b"":
+        lines.pop()  # (after the newline that ends the last line)
     with collector_paused():
-        parsed = bulk_parse(data, bounds, like)
+        parsed = bulk_parse(data, lines, bounds, like)
+        # The line-by-line path takes the lines if they were all cut, and declined in bulk.
+        whole = lines if parsed is None and (not lines or b"\n" not in lines[-1]) else None
+        del lines
         events = None if parsed is None else parsed_events(parsed, bounds, tolerant)
         if events is None:
             parsed = None
-            events = _parse_events(data, path, limits, tolerant)
+            events = _parse_events(data, whole, path, limits, tolerant)
     ended = bool(events) and events[-1].type in TERMINAL_TYPES
     cut_short = len(events) if cut or not ended else None
     return Rollout(path, JsonEvents(events), cut_short), parsed
@@ -161,8 +156,10 @@ def parse(
 
 def _bounds(limits: Limits) -> Bounds:
     # A line can only hold more elements than the limit if it is longer than the limit.
-    line_bytes = min(limits.elements, limits.line_bytes)
-    return Bounds(line_bytes, limits.depth, limits.events, limits.max_step)
+    short_line = min(limits.elements, limits.line_bytes)
+    return Bounds(
+        short_line, limits.line_bytes, limits.elements, limits.depth, limits.events, limits.max_step
+    )
 
 
 def _without_cut_line(data: bytes, limits: Limits) -> tuple[bytes, bool]:
@@ -194,13 +191,13 @@ def read_rollout_bytes(path: str | os.PathLike[str], *, limits: Limits = DEFAULT
         raise RolloutFormatError(name, None, exc.reason) from None
 
 
-def _parse_events(data: bytes, path: str, limits: Limits, tolerant: bool) -> tuple[Event, ...]:
-    """The events of a whole file, each line checked as docs/file-format.md says.
-
-    A hot loop over up to 100,000 lines: the common line (as the recorder writes it) is
-    accepted inline, on locals, with a handful of C calls; anything unusual, including
-    every refusal, goes through :func:`_strict_event`, which says what is wrong.
-    """
+def _parse_events(
+    data: bytes, lines: list[bytes] | None, path: str, limits: Limits, tolerant: bool
+) -> tuple[Event, ...]:
+    """The events of ``data`` (cut into ``lines``, or ``None``: see :func:`_content_lines`),
+    each line checked as docs/file-format.md says. A hot loop: the common line (as the
+    recorder writes it) is accepted inline, on locals, with a handful of C calls; anything
+    unusual, including every refusal, goes through :func:`_strict_event`, which says why."""
     events: list[Event] = []
     append = events.append
     step = 0
@@ -217,7 +214,7 @@ def _parse_events(data: bytes, path: str, limits: Limits, tolerant: bool) -> tup
     terminals = TERMINAL_TYPES
     checks = CHECKS
     shared = CORE_TYPES.get
-    for lineno, raw in _content_lines(data):
+    for lineno, raw in _content_lines(data, lines):
         # The fast path accepts exactly what the strict path accepts; anything unusual
         # (including every refusal) takes the strict path, which says what is wrong.
         obj: Any = None
@@ -289,9 +286,9 @@ class _Position(NamedTuple):
 def _strict_event(raw: bytes, lineno: int, path: str, limits: Limits, at: _Position) -> Event:
     """The event of line ``lineno`` after every check, or a refusal naming what is wrong."""
     try:
-        obj = _parse_line(raw, limits, orjson.loads)
+        obj = parse_line(raw, limits.line_bytes, limits.elements, limits.depth)
         etype, seq, ts, payload = _envelope(obj)
-    except _Refusal as refusal:
+    except Refusal as refusal:
         raise RolloutFormatError(path, lineno, str(refusal)) from None
     if at.terminal_line:
         raise RolloutFormatError(
@@ -329,18 +326,28 @@ _ABSENT: Final[Any] = object()
 _SPLIT_LINES: Final = 1_000_000
 
 
-def _content_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+def _content_lines(data: bytes, lines: list[bytes] | None) -> Iterator[tuple[int, bytes]]:
     """The 1-based number and bytes of each non-blank line; lines end at ``\\n`` only.
+    ``lines``: ``data`` cut into its lines, or ``None`` (a file of more lines than the
+    event limit was not cut whole).
 
-    Lines are cut one at a time (never ``data.split``, whose list of millions of tiny or
-    empty lines would cost gigabytes), and runs of blank lines are skipped in C.
+    Past a sane number of lines, lines are cut one at a time (never ``data.split``, whose
+    list of millions of tiny or empty lines would cost gigabytes), and runs of blank lines
+    are skipped in C.
     """
-    if data.count(b"\n") <= _SPLIT_LINES:
-        # A sane number of lines: split in C, and skip the blank ones.
-        for lineno, raw in enumerate(data.split(b"\n"), 1):
-            if raw and (raw[0] == 123 or raw.strip(b" \t\r")):  # 123: "{"
-                yield lineno, raw
-        return
+    if lines is None:
+        if data.count(b"\n") > _SPLIT_LINES:
+            yield from _cut_lines(data)
+            return
+        lines = data.split(b"\n")
+    # A sane number of lines, split in C: skip the blank ones.
+    for lineno, raw in enumerate(lines, 1):
+        if raw and (raw[0] == 123 or raw.strip(b" \t\r")):  # 123: "{"
+            yield lineno, raw
+
+
+def _cut_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """:func:`_content_lines` of a file of very many lines, cut one at a time."""
     find = data.find
     skip = _JSON_WHITESPACE.match
     size = len(data)
@@ -366,160 +373,21 @@ def _content_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         start = line_start
 
 
-def _parse_line(raw: bytes, limits: Limits, loads_: Any) -> Any:
-    if len(raw) > limits.line_bytes:
-        raise _Refusal(f"line is {len(raw)} bytes, over the {limits.line_bytes}-byte limit")
-    # Every JSON element takes at least one byte of its own, so only a line longer than the
-    # element limit can exceed it; count those on the raw bytes before parsing anything.
-    if len(raw) > limits.elements:
-        _check_element_count(raw, limits)
-    try:
-        obj = loads_(raw)
-    except orjson.JSONDecodeError as exc:
-        raise _Refusal(_decode_reason(raw, exc)) from None
-    # Depth needs one bracket per level: a line with few brackets cannot be too deep.
-    if raw.count(b"[") + raw.count(b"{") > limits.depth:
-        _check_depth(raw, limits)
-    if raw.translate(_DIGITS_TO_ZERO).find(_NINETEEN_ZEROS) >= 0 or b"\\u003" in raw:
-        _check_exactly(raw)
-    elif raw.count(b":") != _colons(obj):
-        # Each key owns one structural colon, and orjson writes every parsed string with
-        # its colons unescaped, so equal counts mean no key was dropped as a duplicate.
-        # (A colon written as \u003a would break the count: those lines go the exact way.)
-        _check_exactly(raw)
-    return obj
-
-
-def _colons(obj: Any) -> int:
-    """Colons in orjson's rendering of ``obj``, or -1 (forcing the exact check) if none."""
-    try:
-        return orjson.dumps(obj).count(b":")
-    except orjson.JSONEncodeError:  # nesting deeper than orjson writes (a custom depth)
-        return -1
-
-
-def _decode_reason(raw: bytes, exc: orjson.JSONDecodeError) -> str:
-    reason = exc.msg
-    if "byte order mark" in reason:
-        return f"invalid JSON at column {exc.colno}: a UTF-8 byte order mark is not allowed"
-    if "UTF-8" in reason:
-        # orjson says "surrogates not allowed" at column 1 for any invalid byte: find it.
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            byte = raw[bad.start]
-            return f"line is not valid UTF-8 (byte 0x{byte:02x} at column {bad.start + 1})"
-        return "line is not valid UTF-8"
-    return f"invalid JSON at column {exc.colno}: {reason}"
-
-
-#: Bytes that only matter to the shape of a line, with the brackets made one kind: the
-#: depth check peels ``()`` pairs, one level a pass.
-_BRACKETS: Final = bytes.maketrans(b"[{]}", b"(())")
-_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
-_JSON_SPACE: Final = b" \t\r\n"
-
-
-def _structure(raw: bytes, max_strings: int) -> bytes | None:
-    """``raw`` with every string literal replaced by ``0`` and whitespace removed: what is
-    left are the line's structural characters, so counts on it are exact for valid JSON.
-
-    All in C: escapes (``\\\\``, then ``\\"``) are removed, after which every quote
-    opens or closes a string, so splitting on quotes alternates between the outside and the
-    inside of strings. ``None`` when the line holds more than ``max_strings`` quotes
-    (splitting would cost memory per string; the caller decides without it).
-    """
-    if b"\\" in raw:
-        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    if raw.count(b'"') > 2 * max_strings:
-        return None
-    if b'"' in raw:
-        raw = b"0".join(raw.split(b'"')[::2])
-    return raw.translate(None, _JSON_SPACE)
-
-
-def _check_element_count(raw: bytes, limits: Limits) -> None:
-    """Refuse a line of more than ``limits.elements`` JSON elements, before it is parsed.
-
-    The root, plus one element per child of a non-empty container: one more than its
-    commas. Commas and openings on the raw bytes, less the empty ``[]`` and ``{}``, bound
-    that from above (strings only add to it); only a line that this bound cannot clear is
-    counted exactly, on its structure (:func:`_structure`).
-    """
-    limit = limits.elements
-    openings = raw.count(b"[") + raw.count(b"{")
-    if raw.count(b",") + openings - raw.count(b"[]") - raw.count(b"{}") < limit:
-        return
-    # Each element is at most two string literals (a key and its value), four quotes.
-    shape = _structure(raw, 2 * limit + 2)
-    if shape is None:
-        raise _Refusal(f"more than {limit} JSON elements in one line")
-    openings = shape.count(b"[") + shape.count(b"{")
-    empty = shape.count(b"[]") + shape.count(b"{}")
-    if 1 + shape.count(b",") + openings - empty > limit:
-        raise _Refusal(f"more than {limit} JSON elements in one line")
-
-
-def _check_depth(raw: bytes, limits: Limits) -> None:
-    """Refuse a (parsed, so valid) line nested deeper than ``limits.depth``.
-
-    Only containers are levels (a scalar inside the 100th container is at depth 100). Its
-    brackets, outside strings, are peeled one level a pass (every innermost ``()`` at once,
-    in C); what is left after ``depth`` passes is deeper than that.
-    """
-    shape = _structure(raw, len(raw))
-    assert shape is not None
-    brackets = shape.translate(_BRACKETS, _NOT_BRACKETS)
-    for peeled in range(limits.depth):
-        if len(brackets) <= 2 * (limits.depth - peeled):
-            return  # a balanced run of 2k brackets nests at most k deep
-        brackets = brackets.replace(b"()", b"")
-    if brackets:
-        raise _Refusal(f"JSON nesting deeper than {limits.depth} levels")
-
-
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Refusal(f"duplicate key {json.dumps(key)}")
-            seen.add(key)
-    return result
-
-
-def _checked_int(text: str) -> int:
-    # 2**64 has 20 digits: a longer literal is out of range before int() is asked to parse
-    # it (which would also trip Python's limit on huge integer strings).
-    if len(text.lstrip("-")) > 20 or not _MIN_INT <= (value := int(text)) <= _MAX_INT:
-        raise _Refusal(f"integer {_short_text(text)} is beyond 64 bits")
-    return value
-
-
-def _check_exactly(raw: bytes) -> None:
-    """Re-read a suspicious line with hooks that see every key and integer literal."""
-    try:
-        json.loads(raw, object_pairs_hook=_reject_duplicates, parse_int=_checked_int)
-    except RecursionError:  # only reachable with a custom depth limit near Python's own
-        raise _Refusal("JSON nesting too deep to check its keys and integers") from None
-
-
 def _envelope(obj: Any) -> tuple[str, int, str, dict[str, Any]]:
     if type(obj) is not dict:
-        raise _Refusal(f"expected a JSON object, got {json_kind(obj)}")
+        raise Refusal(f"expected a JSON object, got {json_kind(obj)}")
     for key, kind in _REQUIRED:
         if key not in obj:
-            raise _Refusal(f'missing field "{key}"')
+            raise Refusal(f'missing field "{key}"')
         value = obj[key]
         if type(value) is not kind:
-            raise _Refusal(f'field "{key}" must be {_KIND_NAMES[kind]}, got {json_kind(value)}')
+            raise Refusal(f'field "{key}" must be {_KIND_NAMES[kind]}, got {json_kind(value)}')
     seq: int = obj["seq"]
     if seq < 0:
-        raise _Refusal(f"seq must not be negative, got {seq}")
+        raise Refusal(f"seq must not be negative, got {seq}")
     etype: str = obj["type"]
     if not etype:
-        raise _Refusal('field "type" is empty')
+        raise Refusal('field "type" is empty')
     return etype, seq, obj["ts"], obj["data"]
 
 
@@ -563,10 +431,6 @@ def _event_step(
 
 
 _KIND_NAMES: Final = {str: "a string", int: "an integer", dict: "an object"}
-
-
-def _short_text(text: str) -> str:
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _short(value: Any) -> str:

@@ -129,6 +129,17 @@ def test_blank_lines_are_skipped_but_counted() -> None:
     check(err, "run.jsonl", 6, "invalid JSON")
 
 
+@pytest.mark.parametrize("blank", [b"\n", b"\r\n"])
+def test_lines_past_a_million_blank_ones_keep_their_numbers(blank: bytes) -> None:
+    """More lines than events: not cut at once, but one at a time (or split, when few)."""
+    for count in (150_000, 1_200_000):
+        data = START + blank * count + turn(1, 1) + b"\n \n" + done(2) + b"\n" * count
+        lines = [e.line for e in loads(data).events]
+        assert lines == [1, count + 1, count + 3]
+        err = refuse(START + blank * count + b"nope\n" + done(2))
+        check(err, "run.jsonl", count + 1, "invalid JSON")
+
+
 def test_final_line_without_trailing_newline() -> None:
     rollout = loads(doc(START, turn(1, 1), done(2), end=b""))
     assert [e.type for e in rollout.events][-1] == "run.completed"

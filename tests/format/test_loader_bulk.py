@@ -30,13 +30,19 @@ BOUNDED = settings(
 
 
 def line_by_line(data: bytes, limits: Limits = loader.DEFAULT_LIMITS) -> tuple[Event, ...]:
-    return loader._parse_events(data, "run.jsonl", limits, False)
+    return loader._parse_events(data, None, "run.jsonl", limits, False)
+
+
+def cut(data: bytes, limits: Limits) -> list[bytes]:
+    """``data`` cut into lines as the loader cuts it for the bulk path."""
+    lines = data.split(b"\n", limits.events + 1)
+    return lines[:-1] if lines[-1] == b"" else lines
 
 
 def bulk(data: bytes, limits: Limits = loader.DEFAULT_LIMITS, tolerant: bool = False) -> Any:
     """The events the fast path gives for ``data``, or ``None`` where it declines."""
     bounds = loader._bounds(limits)
-    parsed = bulk_parse(data, bounds)
+    parsed = bulk_parse(data, cut(data, limits), bounds)
     return None if parsed is None else parsed_events(parsed, bounds, tolerant)
 
 

@@ -49,8 +49,9 @@ def test_a_replayed_run_shares_its_golden_s_data_and_gets_the_same_verdict() -> 
     plain = replay.recorder.rollout().events  # read on its own
     assert run == plain
     shared = {x.type for x, y in zip(golden.events, run, strict=True) if x.data is y.data}
-    # What the replay redoes exactly is shared; durations and latencies make the rest differ.
-    assert shared == {"llm.turn.started", "usage.delta", "tool.call.started"}
+    # What the replay redoes exactly is shared; durations and latencies make the rest differ,
+    # except when two runs' durations happen to agree (then their lines are shared too).
+    assert {"llm.turn.started", "usage.delta", "tool.call.started"} <= shared
     # What the test itself is given shares nothing with the golden: it may change it.
     mine = replay.events()
     assert mine == plain
