@@ -135,7 +135,7 @@ CLASS_NAMES: Final = [
     "probe:Gadget",
     "probe:Lenient",
     "probe:Day",
-    "test_tools:Forecast",
+    "test_hostile_tools:Forecast",
     "decimal:Decimal",
     "datetime:date",
     "pytest_rollout:ReplayDivergenceError",
@@ -244,12 +244,14 @@ def _write(golden: Path, lines: list[dict[str, Any]]) -> None:
 def test_a_changed_golden_never_passes_builds_nothing_and_prints_nothing_raw(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    write_sdk_project(pytester, probe=PROBE, test_tools=TOOLS_TEST, test_sdk=SDK_TEST)
+    write_sdk_project(
+        pytester, probe=PROBE, test_hostile_tools=TOOLS_TEST, test_hostile_sdk=SDK_TEST
+    )
     log = tmp_path / "built.log"
     monkeypatch.setenv("PROBE_LOG", str(log))
     run_showing_warnings(pytester, "--rollout-record").assert_outcomes(passed=2)
-    tools_golden = pytester.path / "golden" / "test_tools" / "test_agent.jsonl"
-    sdk_golden = pytester.path / "golden" / "test_sdk" / "test_sdk.jsonl"
+    tools_golden = pytester.path / "golden" / "test_hostile_tools" / "test_agent.jsonl"
+    sdk_golden = pytester.path / "golden" / "test_hostile_sdk" / "test_sdk.jsonl"
     recorded = {path: path.read_bytes() for path in (tools_golden, sdk_golden)}
     monkeypatch.setenv("MODEL_OFFLINE", "1")
     run_showing_warnings(pytester).assert_outcomes(passed=2)  # as recorded, both replay green
