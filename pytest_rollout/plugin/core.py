@@ -29,6 +29,7 @@ from .unused import UnusedFinder
 
 if TYPE_CHECKING:
     from ..session.outcome import TestOutcome
+    from .ci import CiPlugin
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin, PrunePlugin
     from .otel_trace import OtelPlugin
     from .runs import TestRuns
@@ -88,6 +89,7 @@ class RolloutPlugin:
         self.capture: CapturePlugin | None = None
         self.audit: AuditPlugin | None = None
         self.html_report: HtmlReportPlugin | None = None
+        self.ci: CiPlugin | None = None
         self.prune: PrunePlugin | None = None
         self.otel: OtelPlugin | None = None
         self._runs: TestRuns | None = None
@@ -107,6 +109,11 @@ class RolloutPlugin:
 
             self.otel = OtelPlugin(config, s.otel_path, self.tally)
             config.pluginmanager.register(self.otel, OtelPlugin.name)
+        if s.annotations or s.summary_path is not None or _markdown(s.report_path):
+            from .ci import CiPlugin
+
+            self.ci = CiPlugin(config, s, self.tally)
+            config.pluginmanager.register(self.ci, CiPlugin.name)
         if s.capture_root is None and s.report_path is None and s.mode is not Mode.RECORD:
             return
         from . import features  # only a session that turns a feature on pays for it
@@ -118,7 +125,7 @@ class RolloutPlugin:
             if s.audit:
                 self.audit = features.AuditPlugin(s, s.capture_root, self.tally)
                 manager.register(self.audit, features.AuditPlugin.name)
-        if s.report_path is not None:
+        if s.report_path is not None and not _markdown(s.report_path):
             self.html_report = features.HtmlReportPlugin(config, s.report_path, self.tally)
             manager.register(self.html_report, features.HtmlReportPlugin.name)
         if s.mode is Mode.RECORD and not s.record_new:  # a partial record removes nothing
@@ -197,6 +204,7 @@ class RolloutPlugin:
         outcome = None
         if session is not None and not _skipped(excinfo):
             outcome = self.runs.outcome(item, session, None if excinfo is None else excinfo.value)
+        where = None if excinfo is None else _line_in_test(item, excinfo)
         if excinfo is not None and _replaces(outcome, item):
             # The report stands in for the traceback: pytest need not read and draw the
             # source of every frame of the agent's SDK or framework (0.4-1.5 s a failure).
@@ -211,6 +219,8 @@ class RolloutPlugin:
             return report
         if outcome is not None and (report.passed or report.failed):
             self._apply(outcome, report, excinfo)
+            if report.failed:
+                self._found(item, outcome, where)
         if session is not None and report.failed:
             _defuse(report)
         return report
@@ -233,6 +243,16 @@ class RolloutPlugin:
         if outcome.asserted and excinfo is not None:
             text = self._whole(outcome.lines, excinfo)
         _stand_in(report, RolloutRepr(text, outcome.summary or outcome.lines[0]))
+
+    def _found(self, item: pytest.Item, outcome: TestOutcome, line: int | None) -> None:
+        """A failing rollout test's finding: in its JUnit properties (pytest's JUnit XML
+        writes the item's, as its last report has them), and for the CI outputs."""
+        from .ci import finding_for
+
+        finding = finding_for(self.config, item, outcome, line)
+        item.user_properties.extend(finding.properties())
+        if self.ci is not None:
+            self.ci.add(finding)
 
     def _whole(self, lines: Sequence[str], excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         """A report in place of pytest's explanation, which pytest cuts to a few lines
@@ -309,6 +329,20 @@ class RolloutPlugin:
             page=None if self.html_report is None else self.html_report.written,
             show=lambda path: display(self.config, path),
         )
+
+
+def _line_in_test(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> int | None:
+    """The line (1-based) of the test's own code the error went through last: the failing
+    ``assert``, or the call into the agent that raised."""
+    for entry in reversed(excinfo.traceback):
+        if Path(entry.path) == Path(item.path):
+            return entry.lineno + 1
+    return None
+
+
+def _markdown(path: Path | None) -> bool:
+    """Whether ``--rollout-report`` asks for the Markdown report rather than the page."""
+    return path is not None and path.suffix == ".md"
 
 
 def _stand_in(report: pytest.TestReport, longrepr: RolloutRepr) -> None:

@@ -127,7 +127,26 @@ FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
             "default": None,
             "metavar": "PATH",
             "help": "write one self-contained HTML page of the session's rollout tests, with "
-            "each failing run and its golden side by side",
+            "each failing run and its golden side by side (a PATH ending in .md: a Markdown "
+            "report of the diverged tests instead)",
+        },
+    ),
+    (
+        "--rollout-annotations",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "print a GitHub Actions annotation at each diverged test's assert (on by "
+            "default when GITHUB_ACTIONS=true)",
+        },
+    ),
+    (
+        "--rollout-summary",
+        {
+            "default": None,
+            "metavar": "PATH",
+            "help": "append a Markdown summary of the session's rollout tests to PATH (by "
+            "default $GITHUB_STEP_SUMMARY when it is set)",
         },
     ),
     (

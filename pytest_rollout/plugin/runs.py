@@ -220,6 +220,11 @@ class TestRuns:
                 fail_unrecorded=None if unrecorded is None else unrecorded == "fail",
             )
             self.tally.resealed += golden.resealed
+            if golden.resealed:
+                self.tally.ci_warnings.append(
+                    f"{golden.shown}: edited since it was recorded; accepted and sealed anew "
+                    "(--rollout-accept-edits)"
+                )
         recorder = Recorder(run_path, redactor=redactor, max_file_bytes=budget, root=run_root)
         audit = None if self.plugin.audit is None else self.plugin.audit.sink
         session = RolloutSession(setup, recorder, golden, audit)

@@ -85,6 +85,10 @@ class Settings:
     accept_edits: bool = False
     report_path: Path | None = None
     otel_path: Path | None = None
+    #: ``--rollout-annotations``, or GitHub Actions' ``GITHUB_ACTIONS=true``.
+    annotations: bool = False
+    #: ``--rollout-summary``, or GitHub Actions' ``GITHUB_STEP_SUMMARY``.
+    summary_path: Path | None = None
     audit: bool = False
     audit_tools: tuple[str, ...] = ()
     audit_keywords: tuple[str, ...] = ()
@@ -173,6 +177,9 @@ class Settings:
             given_analyzers=_analyzer_options(config),
             report_path=None if report is None else invocation / str(report),
             otel_path=None if otel is None else invocation / str(otel),
+            annotations=bool(config.getoption("rollout_annotations"))
+            or os.environ.get("GITHUB_ACTIONS") == "true",
+            summary_path=_summary_path(config, invocation),
             audit=audit,
             audit_tools=tuple(str(t) for t in config.getini("rollout_audit_tools")),
             audit_keywords=tuple(str(k) for k in config.getini("rollout_audit_keywords")),
@@ -198,6 +205,13 @@ def _network(config: pytest.Config) -> str:
             f"rollout_network must be one of {', '.join(NETWORK_POLICIES)}, got {value!r}"
         )
     return value
+
+
+def _summary_path(config: pytest.Config, invocation: Path) -> Path | None:
+    """Where the Markdown summary is appended: the flag's path, else the job summary file
+    GitHub Actions names (never under a pytest-xdist worker's own session)."""
+    given = config.getoption("rollout_summary") or os.environ.get("GITHUB_STEP_SUMMARY")
+    return None if not given else invocation / str(given)
 
 
 def _mode(config: pytest.Config) -> Mode:

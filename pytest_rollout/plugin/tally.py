@@ -43,6 +43,10 @@ class Tally:
     #: For --rollout-report: each test's report item, in its JSON form (it crosses
     #: processes under xdist).
     report: list[dict[str, Any]] = field(default_factory=list)
+    #: For the annotations and the job summary: each failing rollout test's finding (as
+    #: JSON), and what else they warn of (a golden accepted after an edit).
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    ci_warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """What a worker hands the controller at the end of its session."""
@@ -55,6 +59,8 @@ class Tally:
             "full_selection": self.full_selection,
             "problems": self.problems,
             "report": self.report,
+            "findings": self.findings,
+            "ci_warnings": self.ci_warnings,
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -64,6 +70,8 @@ class Tally:
         self.kept.update(data.get("kept", {}))
         self.problems.extend(data.get("problems", ()))
         self.report.extend(data.get("report", ()))
+        self.findings.extend(data.get("findings", ()))
+        self.ci_warnings.extend(data.get("ci_warnings", ()))
         self.owned.update(data.get("owned", ()))
         self.scopes.update(data.get("scopes", ()))
         theirs = bool(data.get("full_selection"))

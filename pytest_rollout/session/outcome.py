@@ -15,6 +15,7 @@ from types import CodeType, TracebackType
 from typing import Final
 
 from ..diff.divergence import caused_by_divergence
+from ..diff.drift import Verdict
 from ..diff.report import render_summary, render_verdict
 from ..errors import RolloutError
 from ..safety.sanitize import sanitize
@@ -52,6 +53,8 @@ class TestOutcome:
     asserted: bool = False
     #: The outcome in one line for the short test summary (``None``: its first line).
     summary: str | None = None
+    #: The verdict the lines render, when the run was compared with its golden.
+    verdict: Verdict | None = None
 
     @property
     def text(self) -> str:
@@ -72,7 +75,9 @@ def outcome_of(
     if failed is not None and isinstance(error, AssertionError) and _raised_in(error, failed.code):
         lines = render_verdict(failed.verdict, verbose=verbose)
         summary = render_summary(failed.verdict)
-        return TestOutcome(tuple(lines), How.REPLACES, asserted=True, summary=summary)
+        return TestOutcome(
+            tuple(lines), How.REPLACES, asserted=True, summary=summary, verdict=failed.verdict
+        )
     engine = session.engine
     if not engine.replay_started or (error is None and not engine.divergences()):
         return None
@@ -87,8 +92,8 @@ def outcome_of(
         return None
     rendered = tuple(render_verdict(verdict, verbose=verbose))
     if error is None or caused_by_divergence(error):
-        return TestOutcome(rendered, How.FAILS, summary=render_summary(verdict))
-    return TestOutcome(rendered, How.BESIDE)
+        return TestOutcome(rendered, How.FAILS, summary=render_summary(verdict), verdict=verdict)
+    return TestOutcome(rendered, How.BESIDE, verdict=verdict)
 
 
 def _unwired(session: RolloutSession, error: BaseException | None) -> TestOutcome | None:
