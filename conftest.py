@@ -114,6 +114,19 @@ def _shared_helpers_unchanged() -> Iterator[None]:
         pytest.fail(f"this test left {', '.join(leaks)} rebound: set it with monkeypatch")
 
 
+#: What GitHub Actions sets that turns the plugin's CI outputs on: an inner run of a test
+#: sees them only where the test sets them (tests/plugin/test_plugin_ci.py), so that this
+#: suite run on GitHub neither adds annotations of its inner runs to its log nor writes
+#: their summaries into its job's.
+_CI_OUTPUTS: Final = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _CI_OUTPUTS:
+        monkeypatch.delenv(name, raising=False)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that runs an inner pytest (the ``pytester`` fixture) ``slow``, so
     that ``pytest -m "not slow"`` leaves them to the whole run (see docs/architecture.md)."""
