@@ -14,7 +14,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from ..errors import RolloutError, RolloutFormatError
 from ..safety.sanitize import sanitize, terminal_json
@@ -28,11 +28,14 @@ if TYPE_CHECKING:
     from ..store.audit import AuditCheck
     from ..store.receipt import Receipt, Verification
 
-__all__ = ["COMMANDS", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
+__all__ = ["COMMANDS", "DIFF_SCHEMA", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
+#: ``rollout diff --format json``'s schema, published as docs/schemas/diff-1.json: a field
+#: is only ever added within a version; one renamed, removed or retyped makes the next.
+DIFF_SCHEMA: Final = "pytest-rollout/diff/1"
 
 _RULES_DIGEST = re.compile(r"[0-9a-f]{64}")
 #: ``--max-events`` and ``--max-bytes``: a whole number, and a unit.
@@ -288,15 +291,29 @@ def _diff_report(
 
     run_a, run_b = _load_trusted_pair(args.a, args.b, limits)
     report = drift_report(run_a.events, run_b.events, options)
-    comparison = report.comparison
-    if args.json:
-        data = {"a": run_a.path, "b": run_b.path, **report.to_json_obj()}
-        out.write(terminal_json(data) + "\n")
-        return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
+    status = EXIT_SAME if report.comparison.identical else EXIT_DIFFERENT
     verdict = Verdict(golden_path=run_a.path, run_path=run_b.path, report=report)
-    lines = render_verdict(verdict, labels=CLI_LABELS, files=True)
-    out.write("\n".join(lines) + "\n")
-    return EXIT_SAME if comparison.identical else EXIT_DIFFERENT
+    if args.format == "text":
+        lines = render_verdict(verdict, labels=CLI_LABELS, files=True)
+        out.write("\n".join(lines) + "\n")
+        return status
+    from ..diff.finding import finding_of
+    from ..diff.report import render_headline
+
+    found = None
+    if not report.comparison.identical:
+        found = finding_of(verdict, "B", run_b.path, 0, labels=CLI_LABELS)
+    headline = render_headline(verdict, CLI_LABELS)
+    if args.format == "markdown":
+        from ..diff.markdown import markdown_pair
+
+        out.write(markdown_pair(run_a.path, run_b.path, headline, found))
+        return status
+    data: dict[str, Any] = {"schema": DIFF_SCHEMA, "a": run_a.path, "b": run_b.path}
+    data["headline"] = headline
+    data["first_change"] = None if found is None else found.first_change
+    out.write(terminal_json({**data, **report.to_json_obj()}) + "\n")
+    return status
 
 
 def _load_trusted_pair(a: str, b: str, limits: Limits) -> tuple[Rollout, Rollout]:

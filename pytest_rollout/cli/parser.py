@@ -89,10 +89,18 @@ def _add_diff(commands: Any) -> None:
         help="round floats to N decimal places before comparing (default 9)",
     )
     diff.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="text (default); json: the drift report as one JSON object (its schema: "
+        "docs/schemas/diff-1.json); markdown: the divergence for a review comment",
+    )
+    diff.add_argument(
         "--json",
-        action="store_true",
-        help="print the drift report as one JSON object (steps added, removed and changed, "
-        "divergent tool calls, cost delta, outcome, score, divergences, likely causes)",
+        action="store_const",
+        const="json",
+        dest="format",
+        help="the same as --format json",
     )
     diff.add_argument(
         "--max-events",

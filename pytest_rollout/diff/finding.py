@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from ..safety.sanitize import excerpt, sanitize
 from .drift import Verdict
-from .render import describe_event, render_changes
+from .render import Labels, describe_event, render_changes
 from .report import TEST_LABELS, render_summary, score_sentence
 
 __all__ = ["Finding", "finding_of"]
@@ -74,8 +74,11 @@ class Finding:
         return [(f"rollout.{k}", str(v)) for k, v in named.items() if v is not None]
 
 
-def finding_of(verdict: Verdict, test_id: str, path: str, line: int) -> Finding:
-    """What ``verdict`` (a run that left its golden) says, for the test at ``path:line``."""
+def finding_of(
+    verdict: Verdict, test_id: str, path: str, line: int, labels: Labels = TEST_LABELS
+) -> Finding:
+    """What ``verdict`` (a run that left its golden) says, for the test at ``path:line``;
+    ``labels`` name the two runs (``golden`` and ``this run``, or ``A`` and ``B``)."""
     headline = verdict.headline
     comparison = verdict.comparison
     good = comparison.last_identical_step
@@ -87,20 +90,20 @@ def finding_of(verdict: Verdict, test_id: str, path: str, line: int) -> Finding:
         test_id=sanitize(test_id),
         path=sanitize(path),
         line=line,
-        headline=render_summary(verdict),
+        headline=render_summary(verdict, labels),
         golden=sanitize(verdict.golden_path),
         kind=None if headline is None else headline.kind.value,
         step=None if headline is None else headline.step,
         attributed_to=None if headline is None else headline.kind.attribution,
         detail=None if headline is None else excerpt(headline.detail, _CHANGE_CHARS),
-        first_change=_first_change(verdict),
-        score=score_sentence(verdict).partition(":")[0],
+        first_change=_first_change(verdict, labels),
+        score=score_sentence(verdict, labels).partition(":")[0],
         cost_delta=None if golden_cost is None or run_cost is None else run_cost - golden_cost,
         fork=fork,
     )
 
 
-def _first_change(verdict: Verdict) -> str | None:
+def _first_change(verdict: Verdict, labels: Labels) -> str | None:
     """The first field-level difference at the first divergent step, in one line."""
     first = verdict.comparison.first
     if first is None:
@@ -109,7 +112,7 @@ def _first_change(verdict: Verdict) -> str | None:
         lone = first.b_event if first.a_event is None else first.a_event
         if lone is None:
             return None
-        side = TEST_LABELS.b if first.a_event is None else TEST_LABELS.a
+        side = labels.b if first.a_event is None else labels.a
         return excerpt(f"only {side} has: {describe_event(lone)}", _CHANGE_CHARS)
     if not first.changes:
         return None
@@ -117,7 +120,7 @@ def _first_change(verdict: Verdict) -> str | None:
         first.changes,
         1,
         verdict.comparison.renamings,
-        TEST_LABELS,
+        labels,
         (first.a_event, first.b_event),
     )
     return excerpt(" ".join(line.strip() for line in lines), _CHANGE_CHARS) if lines else None

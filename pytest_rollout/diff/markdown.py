@@ -18,7 +18,7 @@ from ..safety.sanitize import excerpt
 from .finding import Finding
 from .text import format_cost
 
-__all__ = ["MAX_MARKDOWN_BYTES", "markdown_report"]
+__all__ = ["MAX_MARKDOWN_BYTES", "markdown_pair", "markdown_report"]
 
 #: The most bytes the Markdown takes (GitHub refuses a step's summary over 1 MiB, and
 #: other steps' tools may write theirs to the same file).
@@ -105,3 +105,23 @@ def markdown_report(
         if any(forks):
             table += "\nFork each conversation from its last good step:\n\n" + "".join(forks)
     return head + table + tail
+
+
+def markdown_pair(a: str, b: str, headline: str, finding: Finding | None) -> str:
+    """``rollout diff --format markdown``: run B against run A, for a review comment."""
+    text = f"## rollout diff\n\nA: {_code(a)}  \nB: {_code(b)}\n\n{_cell(headline, 400)}\n"
+    if finding is None:
+        return text
+    rows = [
+        ("Step", "" if finding.step is None else str(finding.step)),
+        ("Kind", _cell(finding.kind)),
+        ("Attributed to", _cell(finding.attributed_to)),
+        ("Divergence", _cell(finding.detail, 400)),
+        ("First change", _cell(finding.first_change, 400)),
+        ("Score", _cell(finding.score)),
+        ("Cost change", _cost(finding.cost_delta)),
+    ]
+    text += "\n| | |\n| --- | --- |\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
+    if finding.fork is not None:
+        text += f"\nFork from the last good step: {_code(finding.fork)}\n"
+    return text

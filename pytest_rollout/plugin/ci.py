@@ -23,10 +23,12 @@ from ..diff.finding import Finding, finding_of
 from ..diff.markdown import MAX_MARKDOWN_BYTES, markdown_report
 from ..errors import RolloutWarning
 from ..format.files import atomic_write
+from ..replay.mode import Mode
 from ..session.outcome import TestOutcome
 from .settings import Settings
 from .summary import compare_lines, record_line
 from .tally import Tally, is_worker
+from .unused import UnusedFinder
 
 __all__ = ["CiPlugin", "finding_for"]
 
@@ -65,10 +67,13 @@ class CiPlugin:
 
     name: Final = "rollout-ci"
 
-    def __init__(self, config: pytest.Config, settings: Settings, tally: Tally) -> None:
+    def __init__(
+        self, config: pytest.Config, settings: Settings, tally: Tally, unused: UnusedFinder
+    ) -> None:
         self.config = config
         self.settings = settings
         self.tally = tally
+        self.unused = unused
         report = settings.report_path
         self.markdown = report if report is not None and report.suffix == ".md" else None
         self.warnings: list[str] = []
@@ -119,6 +124,8 @@ class CiPlugin:
     def _markdown(self, findings: Sequence[Finding], warnings: Sequence[str], limit: int) -> str:
         counts = [record_line(self.tally)] if self.tally.kept or self.tally.not_recorded else []
         counts += compare_lines(self.tally)
+        if self.settings.mode is not Mode.RECORD and (stale := len(self.unused())):
+            counts.append(f"{stale} unused golden(s): no collected test owns them")
         page = self.settings.report_path
         shown = None if page is None or page == self.markdown else str(page)
         return markdown_report(counts, findings, warnings, page=shown, limit=limit)

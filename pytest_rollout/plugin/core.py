@@ -112,7 +112,7 @@ class RolloutPlugin:
         if s.annotations or s.summary_path is not None or _markdown(s.report_path):
             from .ci import CiPlugin
 
-            self.ci = CiPlugin(config, s, self.tally)
+            self.ci = CiPlugin(config, s, self.tally, self.unused)
             config.pluginmanager.register(self.ci, CiPlugin.name)
         if s.capture_root is None and s.report_path is None and s.mode is not Mode.RECORD:
             return

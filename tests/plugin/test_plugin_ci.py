@@ -15,7 +15,15 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from hostile import EVIL, assert_printable
 from markdown_it import MarkdownIt
-from plugin_agent import WEATHER_TEST, record, run, write_project
+from plugin_agent import (
+    WEATHER_TEST,
+    record,
+    run,
+    run_showing_warnings,
+    sdk_weather_test,
+    write_project,
+    write_sdk_project,
+)
 
 from pytest_rollout.diff.annotations import MAX_ANNOTATIONS, annotation_lines
 from pytest_rollout.diff.finding import Finding
@@ -107,6 +115,34 @@ def test_on_github_actions_a_diverged_test_is_annotated_and_summarized_once(
     html = rendered(text)
     assert "<code>rollout fork golden/test_weather/test_weather.jsonl --step 0</code>" in html
     assert "2 golden(s) compared" in html
+    assert "unused" not in html
+
+
+def test_the_summary_counts_goldens_no_test_owns(
+    diverged: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = diverged.path / "golden" / "test_gone" / "test_old.jsonl"
+    stale.parent.mkdir()
+    stale.write_bytes((diverged.path / "golden/test_weather/test_weather.jsonl").read_bytes())
+    summary = on_github(monkeypatch, diverged)
+    run(diverged, ())
+    assert "1 unused golden\\(s\\): no collected test owns them" in summary.read_text()
+
+
+def test_a_plugin_warning_is_a_warning_annotation(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording an agent whose tool ran outside rollout.tools warns, on the run page too."""
+    write_sdk_project(pytester, test_unwrapped=sdk_weather_test("test_weather", wrapped=False))
+    on_github(monkeypatch, pytester)
+    result = run_showing_warnings(pytester, "--rollout-record")
+    result.assert_outcomes(passed=1, warnings=1)
+    (warning,) = [line for line in result.outlines if line.startswith("::")]
+    assert warning.startswith(
+        "::warning title=pytest-rollout::test_unwrapped.py::test_weather: tool calls ran "
+        'outside rollout.tools, so they were not recorded and a replay would run them live: "'
+        'get_weather" (step 1, call call_'
+    )
 
 
 def test_nothing_is_annotated_or_summarized_outside_ci_unless_asked(
