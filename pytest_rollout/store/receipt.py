@@ -73,6 +73,9 @@ MAX_RECEIPT_BYTES: Final = 64 * 1024
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _SHORT: Final = 12
 _FIELDS: Final = frozenset({"receipt", "file", "sha256", "bytes", "events", "format", "redaction"})
+#: The digest of the receipt's own body: every other field, as compact JSON with sorted keys.
+#: A receipt written before it existed has none and is still read.
+_BODY_DIGEST: Final = "body_sha256"
 _REDACTION_FIELDS: Final = frozenset({"mode", "rules_sha256"})
 
 
@@ -117,7 +120,7 @@ class Receipt:
     def to_bytes(self, name: str) -> builtins.bytes:
         """The receipt file for the golden called ``name`` (its base name): indented JSON
         with sorted keys and a final newline, the same bytes for the same receipt."""
-        obj = {
+        obj: dict[str, Any] = {
             "receipt": RECEIPT_VERSION,
             "file": name,
             "sha256": self.sha256,
@@ -127,6 +130,7 @@ class Receipt:
             "redaction": {"mode": self.redaction_mode, "rules_sha256": self.rules_sha256},
         }
         try:
+            obj[_BODY_DIGEST] = _body_digest(obj)
             text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError as exc:  # a file name that is not valid Unicode
             raise ReceiptError(name, f"cannot write a receipt for this file name: {exc}") from None
@@ -146,7 +150,15 @@ class Receipt:
             )
         obj = _json_object(data, path)
         _check_version(obj.get("receipt"), path)
+        written = _BODY_DIGEST in obj
+        digest = obj.pop(_BODY_DIGEST, None)
         _exact_fields(obj, _FIELDS, "", path)
+        if written and digest != _body_digest(obj):
+            raise ReceiptError(
+                path,
+                "the receipt was edited: its body_sha256 is not the digest of its other fields "
+                "(re-seal the golden with rollout seal once you trust it)",
+            )
         _check_file(obj["file"], file, path)
         redaction = _redaction_object(obj["redaction"], path)
         _check_kinds(obj, redaction, path)
@@ -245,6 +257,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _Duplicate(key)
         obj[key] = value
     return obj
+
+
+def _body_digest(body: dict[str, Any]) -> str:
+    """The sha256 of a receipt's fields but its own digest, as compact sorted JSON (of a body
+    orjson cannot write, as an integer beyond 64 bits: a digest no receipt has)."""
+    try:
+        return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    except orjson.JSONEncodeError:
+        return "not JSON that a receipt holds"
 
 
 def _no_constant(name: str) -> Any:

@@ -258,10 +258,23 @@ def test_hostile_receipt_prints_safely(golden: Path) -> None:
 
 def test_seal_writes_a_pinned_receipt(golden: Path) -> None:
     run("seal", golden)
+    body = {
+        "bytes": golden.stat().st_size,
+        "events": 8,
+        "file": "test_trip.jsonl",
+        "format": 1,
+        "receipt": 1,
+        "redaction": {"mode": "unknown", "rules_sha256": ""},
+        "sha256": sha(golden),
+    }
+    digest = hashlib.sha256(
+        json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+    ).hexdigest()
     assert (
         receipt_path(golden).read_bytes()
         == (
             "{\n"
+            f'  "body_sha256": "{digest}",\n'
             f'  "bytes": {golden.stat().st_size},\n'
             '  "events": 8,\n'
             '  "file": "test_trip.jsonl",\n'

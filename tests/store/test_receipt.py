@@ -10,7 +10,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
@@ -105,10 +105,21 @@ def test_events_are_lines(data: bytes, events: int) -> None:
 
 def test_to_bytes_is_pinned() -> None:
     receipt = make_receipt(RUN, redaction_mode="hashed", rules_sha256="")
+    body = {
+        "bytes": len(RUN),
+        "events": 4,
+        "file": "test_a.jsonl",
+        "format": 1,
+        "receipt": 1,
+        "redaction": {"mode": "hashed", "rules_sha256": ""},
+        "sha256": RUN_SHA,
+    }
+    compact = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
     assert (
         receipt.to_bytes("test_a.jsonl")
         == (
             "{\n"
+            f'  "body_sha256": "{hashlib.sha256(compact).hexdigest()}",\n'
             f'  "bytes": {len(RUN)},\n'
             '  "events": 4,\n'
             '  "file": "test_a.jsonl",\n'
@@ -263,6 +274,44 @@ def encode(obj: Any) -> bytes:
 )
 def test_parse_refuses(data: bytes, reason: str) -> None:
     assert refusal(data).startswith(reason)
+
+
+EDITED: Final = (
+    "the receipt was edited: its body_sha256 is not the digest of its other fields (re-seal "
+    "the golden with rollout seal once you trust it)"
+)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"redaction": {"mode": "full", "rules_sha256": RULES}},
+        {"redaction": {"mode": "redacted", "rules_sha256": ""}},
+        {"events": 5},
+        {"format": 1},
+        {"file": "test_b.jsonl"},
+        {"body_sha256": "0" * 64},
+        {"body_sha256": None},
+        {"bytes": 10**30},
+    ],
+    ids=["mode", "rules", "events", "format", "file", "digest", "null-digest", "huge"],
+)
+def test_a_receipt_edited_in_any_field_is_refused(edit: dict[str, Any]) -> None:
+    """A receipt digests its own body: an edit of any field (the redaction mode included,
+    which no digest of the golden covers) is found, unless the digest is made again too."""
+    written = orjson.loads(
+        make_receipt(RUN, redaction_mode="full", rules_sha256=RULES).to_bytes("test_a.jsonl")
+    )
+    edited = {**written, **edit}
+    if edited == written:
+        edited["events"] = 3
+    assert refusal(json.dumps(edited).encode(), file=None) == EDITED
+
+
+def test_a_receipt_written_before_its_body_digest_is_still_read() -> None:
+    data = encode(receipt_obj())
+    assert b"body_sha256" not in data
+    assert Receipt.parse(data, "r").sha256 == RUN_SHA
 
 
 def test_parse_refuses_an_oversized_receipt() -> None:
