@@ -165,6 +165,12 @@ class Engine:
         """The golden rollout, or the error that says why there is none."""
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self._golden is None:
+            if self.mode is Mode.LIVE:
+                raise RolloutError(
+                    "a replay=False test reads no golden, so there is none to fork or compare "
+                    "here, even when the file exists: fork it with `rollout fork FILE --step N` "
+                    "(docs/cli.md), or drop replay=False"
+                )
             raise RolloutError(f"no golden is replayed in {self.mode.value} mode")
         return self._golden.require()
 
@@ -563,8 +569,17 @@ class Engine:
         return self._verdict
 
     def matches_golden(self) -> bool:
-        """``rollout == golden``: a run being recorded (or run live) is its own golden."""
+        """``rollout == golden``: a run being recorded is its own golden. A run in live mode
+        (``replay=False``) reads no golden, so the comparison is refused rather than passed:
+        it could never fail."""
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        if self.mode is Mode.LIVE:
+            raise RolloutError(
+                "rollout == golden cannot compare anything in a replay=False test: it runs "
+                "live and reads no golden, so the assertion could never fail. Compare the run "
+                "with a syrupy snapshot (docs/replay.md, syrupy snapshots), or drop "
+                "replay=False to replay and compare with the golden"
+            )
         if not self.mode.replays_tools:
             return True
         return self.verdict().matched
