@@ -29,32 +29,23 @@ def recorded(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
-def test_rollout_equals_golden_in_a_replay_false_test_fails_instead_of_passing(
-    recorded: pytest.Pytester,
-) -> None:
-    result = recorded.runpytest_inprocess(*IN_PROCESS)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "E       pytest_rollout.RolloutError: rollout == golden cannot compare anything in a "
-            "replay=False test: it runs live and reads no golden, so the assertion could never "
-            "fail. Compare the run with a syrupy snapshot (docs/replay.md, syrupy snapshots), "
-            "or drop replay=False to replay and compare with the golden"
-        ]
-    )
+REFUSALS: Final = {
+    "compare": "rollout == golden cannot compare anything in a replay=False test: it runs live "
+    "and reads no golden, so the assertion could never fail. Compare the run with a syrupy "
+    "snapshot (docs/replay.md, syrupy snapshots), or drop replay=False to replay and compare "
+    "with the golden",
+    "fork": "a replay=False test reads no golden, so there is none to fork or compare here, "
+    "even when the file exists: fork it with `rollout fork FILE --step N` (docs/cli.md), or "
+    "drop replay=False",
+}
 
 
-def test_fork_in_a_replay_false_test_says_why_there_is_nothing_to_fork(
-    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("asked", REFUSALS)
+def test_a_replay_false_test_cannot_compare_with_or_fork_a_golden(
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, asked: str
 ) -> None:
-    monkeypatch.setenv("FORK", "1")
+    """``rollout == golden`` used to pass whatever the live run did."""
+    monkeypatch.setenv("FORK", "1" if asked == "fork" else "0")
     result = recorded.runpytest_inprocess(*IN_PROCESS)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "E           pytest_rollout.RolloutError: a replay=False test reads no golden, so "
-            "there is "
-            "none to fork or compare here, even when the file exists: fork it with `rollout "
-            "fork FILE --step N` (docs/cli.md), or drop replay=False"
-        ]
-    )
+    result.stdout.fnmatch_lines([f"E * pytest_rollout.RolloutError: {REFUSALS[asked]}"])
