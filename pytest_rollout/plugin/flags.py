@@ -16,6 +16,8 @@ from ..replay.mode import Mode
 __all__ = [
     "ANALYZERS",
     "CAPTURE_DIR_VARIABLE",
+    "CAPTURE_LIMIT_KEYS",
+    "CAPTURE_LIMIT_VARIABLES",
     "FLOAT_DIGITS",
     "HMAC_KEY_VARIABLE",
     "NETWORK_POLICIES",
@@ -44,6 +46,18 @@ ANALYZERS: Final = (
 FLOAT_DIGITS: Final = 9
 #: The environment variable naming the capture directory (``store.capture.ENV_VAR``).
 CAPTURE_DIR_VARIABLE: Final = "ROLLOUT_DIR"
+#: The capture limits' ini keys and the environment variables that take precedence over
+#: them (``store.capture.INI_KEYS`` and ``ENV_VARS``).
+CAPTURE_LIMIT_KEYS: Final = (
+    "rollout_capture_max_file_mb",
+    "rollout_capture_max_total_mb",
+    "rollout_capture_retention_days",
+)
+CAPTURE_LIMIT_VARIABLES: Final = (
+    "ROLLOUT_MAX_FILE_MB",
+    "ROLLOUT_MAX_TOTAL_MB",
+    "ROLLOUT_RETENTION_DAYS",
+)
 #: The environment variable of the request hashes' HMAC key
 #: (``analysis.analyzer_options.HMAC_KEY_VARIABLE``).
 HMAC_KEY_VARIABLE: Final = "ROLLOUT_HMAC_KEY"

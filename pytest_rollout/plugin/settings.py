@@ -21,6 +21,8 @@ from ..errors import RolloutError
 from ..replay.mode import Mode
 from .flags import (
     CAPTURE_DIR_VARIABLE,
+    CAPTURE_LIMIT_KEYS,
+    CAPTURE_LIMIT_VARIABLES,
     FLOAT_DIGITS,
     HMAC_KEY_VARIABLE,
     NETWORK_POLICIES,
@@ -256,21 +258,21 @@ def _capture(config: pytest.Config) -> tuple[Path | None, CaptureLimits | None]:
         config.getoption("rollout_dir"),
         str(config.getini("rollout_dir")),
     )
+    # Each limit from its environment variable when set, else from its ini key.
     caps = [
-        str(config.getini(key))
-        for key in (
-            "rollout_capture_max_file_mb",
-            "rollout_capture_max_total_mb",
-            "rollout_capture_retention_days",
-        )
+        (var, os.environ[var])
+        if os.environ.get(var, "").strip()
+        else (key, str(config.getini(key)))
+        for var, key in zip(CAPTURE_LIMIT_VARIABLES, CAPTURE_LIMIT_KEYS, strict=True)
     ]
-    if not any((text or "").strip() for text in (*where, *caps)):
+    if not any((text or "").strip() for text in (*where, *(text for _, text in caps))):
         return None, None  # capture is off and nothing to check: not even loaded
     from ..store.capture import CaptureLimits, resolve_root
 
     try:
         root = resolve_root(os.environ, where[1], where[2], config.invocation_params.dir)
-        limits = CaptureLimits.from_ini(*caps) if any(c.strip() for c in caps) else None
+        given = any(text.strip() for _, text in caps)
+        limits = CaptureLimits.from_settings(*caps) if given else None
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     return root, limits

@@ -52,6 +52,8 @@ from ..format.files import WriteRoot
 
 __all__ = [
     "ENV_VAR",
+    "ENV_VARS",
+    "INI_KEYS",
     "Budget",
     "CaptureLimits",
     "Pruned",
@@ -163,7 +165,7 @@ class CaptureLimits:
     """
 
     max_file_bytes: int | None = 50 * MB
-    max_total_bytes: int | None = 1024 * MB
+    max_total_bytes: int | None = 2048 * MB
     retention_days: int | None = 30
 
     def __post_init__(self) -> None:
@@ -181,18 +183,33 @@ class CaptureLimits:
         ``1024 * 1024`` bytes and may have a fraction; days are whole. ``ValueError``
         naming the key and the value for anything else.
         """
+        return cls.from_settings(
+            (INI_KEYS[0], max_file_mb), (INI_KEYS[1], max_total_mb), (INI_KEYS[2], retention_days)
+        )
+
+    @classmethod
+    def from_settings(
+        cls, max_file_mb: tuple[str, str], max_total_mb: tuple[str, str], days: tuple[str, str]
+    ) -> CaptureLimits:
+        """Limits from ``(name, text)`` pairs, each read as :meth:`from_ini` reads its key
+        and named by ``name`` in an error (an ini key, or an environment variable)."""
         default = cls()
         return cls(
-            max_file_bytes=_megabytes(
-                "rollout_capture_max_file_mb", max_file_mb, default.max_file_bytes
-            ),
-            max_total_bytes=_megabytes(
-                "rollout_capture_max_total_mb", max_total_mb, default.max_total_bytes
-            ),
-            retention_days=_days(
-                "rollout_capture_retention_days", retention_days, default.retention_days
-            ),
+            max_file_bytes=_megabytes(*max_file_mb, default.max_file_bytes),
+            max_total_bytes=_megabytes(*max_total_mb, default.max_total_bytes),
+            retention_days=_days(*days, default.retention_days),
         )
+
+
+#: The ini keys of the capture limits, and the environment variables that take precedence
+#: over them (as ``ROLLOUT_DIR`` does over ``rollout_dir``), in the order of
+#: :class:`CaptureLimits`' fields.
+INI_KEYS: Final = (
+    "rollout_capture_max_file_mb",
+    "rollout_capture_max_total_mb",
+    "rollout_capture_retention_days",
+)
+ENV_VARS: Final = ("ROLLOUT_MAX_FILE_MB", "ROLLOUT_MAX_TOTAL_MB", "ROLLOUT_RETENTION_DAYS")
 
 
 def _megabytes(key: str, text: str, default: int | None) -> int | None:

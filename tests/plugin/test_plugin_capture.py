@@ -117,6 +117,49 @@ def test_bad_capture_settings_are_a_usage_error(
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "ROLLOUT_MAX_FILE_MB",
+            "lots",
+            "ROLLOUT_MAX_FILE_MB must be a number of megabytes, got 'lots'",
+        ),
+        ("ROLLOUT_MAX_TOTAL_MB", "-1", "ROLLOUT_MAX_TOTAL_MB must not be negative, got '-1'*"),
+        ("ROLLOUT_RETENTION_DAYS", "1.5", "ROLLOUT_RETENTION_DAYS must be a whole number of days*"),
+    ],
+)
+def test_a_bad_capture_variable_is_a_usage_error_naming_it(
+    project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    message: str,
+) -> None:
+    project.makeini("[pytest]\nrollout_capture_max_file_mb = 5\n")  # the variable wins
+    monkeypatch.setenv(variable, value)
+    result = project.runpytest_inprocess(*IN_PROCESS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_the_capture_variables_win_over_the_ini_keys(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project.path / "runs"
+    monkeypatch.setenv("ROLLOUT_DIR", str(root))
+    project.makeini("[pytest]\nrollout_capture_retention_days = 0\n")  # kept forever
+    monkeypatch.setenv("ROLLOUT_RETENTION_DAYS", "7")
+    monkeypatch.setenv("ROLLOUT_MAX_FILE_MB", "0.001")  # about 1 KB
+    stale = root / "2020-01-01" / "20200101T000000000000Z-0123456789ab.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"{}\n")
+    record(project).assert_outcomes(passed=1)
+    assert not stale.exists()
+    (path,) = captured(root)
+    assert load(path).events[-2].type == "recorder.drop_detected"
+
+
 def test_without_a_capture_directory_the_last_run_goes_to_the_cache(
     project: pytest.Pytester,
 ) -> None:

@@ -19,7 +19,7 @@ from pytest_rollout.analysis.analyzer_options import ANALYZERS, HMAC_KEY_VARIABL
 from pytest_rollout.plugin import flags
 from pytest_rollout.replay.seal import NetworkPolicy
 from pytest_rollout.safety.redact import RedactionMode
-from pytest_rollout.store.capture import ENV_VAR
+from pytest_rollout.store.capture import ENV_VAR, ENV_VARS, INI_KEYS
 
 pytestmark = pytest.mark.slow  # pytest in processes of its own
 
@@ -90,7 +90,11 @@ def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """pytest run in ``folder`` with the plugin and no other, in a process of its own (this
     one has loaded everything), without the environment variables that turn features on."""
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    for name in (flags.CAPTURE_DIR_VARIABLE, flags.HMAC_KEY_VARIABLE):
+    for name in (
+        flags.CAPTURE_DIR_VARIABLE,
+        flags.HMAC_KEY_VARIABLE,
+        *flags.CAPTURE_LIMIT_VARIABLES,
+    ):
         env.pop(name, None)
     command = [sys.executable, "-m", "pytest", "-p", "pytest_rollout.plugin", *args]
     return subprocess.run(command, check=False, cwd=folder, env=env, capture_output=True, text=True)
@@ -146,4 +150,6 @@ def test_the_options_name_what_the_library_names() -> None:
     assert flags.ANALYZERS == ANALYZERS
     assert tuple(p.value for p in NetworkPolicy) == flags.NETWORK_POLICIES
     assert flags.CAPTURE_DIR_VARIABLE == ENV_VAR
+    assert flags.CAPTURE_LIMIT_KEYS == INI_KEYS
+    assert flags.CAPTURE_LIMIT_VARIABLES == ENV_VARS
     assert flags.HMAC_KEY_VARIABLE == HMAC_KEY_VARIABLE

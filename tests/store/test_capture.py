@@ -200,7 +200,7 @@ def test_capture_path_refuses_bad_run_ids(tmp_path: Path, bad: str) -> None:
 
 def test_limits_defaults() -> None:
     limits = CaptureLimits()
-    assert limits == CaptureLimits(50 * 1024 * 1024, 1024 * 1024 * 1024, 30)
+    assert limits == CaptureLimits(50 * 1024 * 1024, 2048 * 1024 * 1024, 30)
     assert CaptureLimits.from_ini("", "", "") == limits
     assert CaptureLimits.from_ini("  ", "\t", " ") == limits
 
