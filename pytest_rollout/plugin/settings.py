@@ -211,7 +211,7 @@ def _network(config: pytest.Config) -> str:
 
 def _summary_path(config: pytest.Config, invocation: Path) -> Path | None:
     """Where the Markdown summary is appended: the flag's path, else the job summary file
-    GitHub Actions names (never under a pytest-xdist worker's own session)."""
+    GitHub Actions names (the CI plugin writes it from the controller alone)."""
     given = config.getoption("rollout_summary") or os.environ.get("GITHUB_STEP_SUMMARY")
     return None if not given else invocation / str(given)
 
@@ -271,8 +271,9 @@ def _capture(config: pytest.Config) -> tuple[Path | None, CaptureLimits | None]:
 
     try:
         root = resolve_root(os.environ, where[1], where[2], config.invocation_params.dir)
-        given = any(text.strip() for _, text in caps)
-        limits = CaptureLimits.from_settings(*caps) if given else None
+        names, texts = zip(*caps, strict=True)
+        given = any(text.strip() for text in texts)
+        limits = CaptureLimits.from_ini(*texts, names=names) if given else None
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     return root, limits

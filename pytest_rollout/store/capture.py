@@ -155,6 +155,17 @@ def capture_root(root: Path) -> WriteRoot:
 # -- limits ---------------------------------------------------------------------------
 
 
+#: The ini keys of the capture limits, and the environment variables that take precedence
+#: over them (as ``ROLLOUT_DIR`` does over ``rollout_dir``), in the order of
+#: :class:`CaptureLimits`' fields.
+INI_KEYS: Final = (
+    "rollout_capture_max_file_mb",
+    "rollout_capture_max_total_mb",
+    "rollout_capture_retention_days",
+)
+ENV_VARS: Final = ("ROLLOUT_MAX_FILE_MB", "ROLLOUT_MAX_TOTAL_MB", "ROLLOUT_RETENTION_DAYS")
+
+
 @dataclass(frozen=True, slots=True)
 class CaptureLimits:
     """Size caps and retention of the capture directory; ``None`` means no limit.
@@ -175,41 +186,29 @@ class CaptureLimits:
                 raise ValueError(f"{name} must not be negative, got {value}")
 
     @classmethod
-    def from_ini(cls, max_file_mb: str, max_total_mb: str, retention_days: str) -> CaptureLimits:
+    def from_ini(
+        cls,
+        max_file_mb: str,
+        max_total_mb: str,
+        retention_days: str,
+        *,
+        names: tuple[str, str, str] = INI_KEYS,
+    ) -> CaptureLimits:
         """Limits from the ini keys ``rollout_capture_max_file_mb``,
-        ``rollout_capture_max_total_mb`` and ``rollout_capture_retention_days``.
+        ``rollout_capture_max_total_mb`` and ``rollout_capture_retention_days``, or from
+        values ``names`` says came from elsewhere (the environment variables that win over
+        the keys): an error names each value by its name.
 
         An empty value keeps the default; ``0`` or ``none`` means no limit. Megabytes are
         ``1024 * 1024`` bytes and may have a fraction; days are whole. ``ValueError``
         naming the key and the value for anything else.
         """
-        return cls.from_settings(
-            (INI_KEYS[0], max_file_mb), (INI_KEYS[1], max_total_mb), (INI_KEYS[2], retention_days)
-        )
-
-    @classmethod
-    def from_settings(
-        cls, max_file_mb: tuple[str, str], max_total_mb: tuple[str, str], days: tuple[str, str]
-    ) -> CaptureLimits:
-        """Limits from ``(name, text)`` pairs, each read as :meth:`from_ini` reads its key
-        and named by ``name`` in an error (an ini key, or an environment variable)."""
         default = cls()
         return cls(
-            max_file_bytes=_megabytes(*max_file_mb, default.max_file_bytes),
-            max_total_bytes=_megabytes(*max_total_mb, default.max_total_bytes),
-            retention_days=_days(*days, default.retention_days),
+            max_file_bytes=_megabytes(names[0], max_file_mb, default.max_file_bytes),
+            max_total_bytes=_megabytes(names[1], max_total_mb, default.max_total_bytes),
+            retention_days=_days(names[2], retention_days, default.retention_days),
         )
-
-
-#: The ini keys of the capture limits, and the environment variables that take precedence
-#: over them (as ``ROLLOUT_DIR`` does over ``rollout_dir``), in the order of
-#: :class:`CaptureLimits`' fields.
-INI_KEYS: Final = (
-    "rollout_capture_max_file_mb",
-    "rollout_capture_max_total_mb",
-    "rollout_capture_retention_days",
-)
-ENV_VARS: Final = ("ROLLOUT_MAX_FILE_MB", "ROLLOUT_MAX_TOTAL_MB", "ROLLOUT_RETENTION_DAYS")
 
 
 def _megabytes(key: str, text: str, default: int | None) -> int | None:
