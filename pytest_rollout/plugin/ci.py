@@ -34,6 +34,10 @@ __all__ = ["CiPlugin", "finding_for"]
 
 #: The most warnings the summary and the annotations list.
 _WARNINGS: Final = 50
+#: What GitHub accepts in one step's job summary file.
+_STEP_SUMMARY_BYTES: Final = 1024 * 1024
+_Findings = Sequence[Finding]
+_Lines = Sequence[str]
 
 
 def finding_for(
@@ -95,12 +99,13 @@ class CiPlugin:
         """The files, written once by the controller (every worker's findings are in)."""
         if is_worker(self.config):
             return
-        findings, warnings = self._findings(), self._warnings()
+        # What both files say, made once (the unused goldens are found by a folder walk).
+        findings, warnings, counts = self._findings(), self._warnings(), self._counts()
         summary = self.settings.summary_path
         if summary is not None:
-            self._append(summary, findings, warnings)
+            self._append(summary, findings, warnings, counts)
         if self.markdown is not None:
-            self._write(self.markdown, findings, warnings)
+            self._write(self.markdown, findings, warnings, counts)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config):
@@ -121,36 +126,40 @@ class CiPlugin:
             warnings = [*warnings[:_WARNINGS], f"... and {len(warnings) - _WARNINGS} more"]
         return warnings
 
-    def _markdown(self, findings: Sequence[Finding], warnings: Sequence[str], limit: int) -> str:
+    def _counts(self) -> list[str]:
+        """What happened to goldens, as the terminal summary says it."""
         counts = [record_line(self.tally)] if self.tally.kept or self.tally.not_recorded else []
         counts += compare_lines(self.tally)
         if self.settings.mode is not Mode.RECORD and (stale := len(self.unused())):
             counts.append(f"{stale} unused golden(s): no collected test owns them")
+        return counts
+
+    def _markdown(self, findings: _Findings, warnings: _Lines, counts: _Lines, limit: int) -> str:
         page = self.settings.report_path
         shown = None if page is None or page == self.markdown else str(page)
         return markdown_report(counts, findings, warnings, page=shown, limit=limit)
 
-    def _append(self, path: Path, findings: Sequence[Finding], warnings: Sequence[str]) -> None:
+    def _append(self, path: Path, findings: _Findings, warnings: _Lines, counts: _Lines) -> None:
         """Add the summary to the job summary file (other steps' text stays), within the
         room the file has left."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             used = path.stat().st_size if path.exists() else 0
-            room = min(MAX_MARKDOWN_BYTES, 1024 * 1024 - used)
+            room = min(MAX_MARKDOWN_BYTES, _STEP_SUMMARY_BYTES - used)
             if room < 4096:
                 self.tally.problems.append(
                     f"the rollout job summary was not written: {path} is full"
                 )
                 return
             with path.open("a", encoding="utf-8") as summary:
-                summary.write(self._markdown(findings, warnings, room))
+                summary.write(self._markdown(findings, warnings, counts, room))
         except OSError as exc:
             self.tally.problems.append(f"the rollout job summary was not written: {exc}")
 
-    def _write(self, path: Path, findings: Sequence[Finding], warnings: Sequence[str]) -> None:
+    def _write(self, path: Path, findings: _Findings, warnings: _Lines, counts: _Lines) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            text = self._markdown(findings, warnings, MAX_MARKDOWN_BYTES)
+            text = self._markdown(findings, warnings, counts, MAX_MARKDOWN_BYTES)
             atomic_write(path, text.encode("utf-8"))
         except OSError as exc:
             self.tally.problems.append(f"the rollout Markdown report was not written: {exc}")
