@@ -136,7 +136,7 @@ def _warn_when_too_big(data: bytes) -> None:
     """Say so when ``rollout import otel`` could not read the file back."""
     from ..otel.otlp import DEFAULT_TRACE_LIMITS as LIMITS
 
-    longest = max((len(line) for line in data.split(b"\n")), default=0)
+    longest = _longest_line(data)
     if len(data) <= LIMITS.file_bytes and longest <= LIMITS.line_bytes:
         return
     print(
@@ -146,6 +146,15 @@ def _warn_when_too_big(data: bytes) -> None:
         "--input-messages new keeps each chat span to the messages new since the last one",
         file=sys.stderr,
     )
+
+
+def _longest_line(data: bytes) -> int:
+    """The length of ``data``'s longest line, found without copying it (an export of a long
+    run can be hundreds of megabytes, one line a trace)."""
+    longest = start = 0
+    while (end := data.find(b"\n", start)) >= 0:
+        longest, start = max(longest, end - start), end + 1
+    return max(longest, len(data) - start)
 
 
 def _size(count: int) -> str:
