@@ -50,8 +50,8 @@ def json_escaped(value: str) -> str:
 
 
 def _ascii_escaped(value: str) -> str:
-    """``value`` inside a JSON string written with ``\\uXXXX`` escapes for all but ASCII
-    (``json.dumps``' default, ``ensure_ascii=True``)."""
+    """``value`` inside a JSON string written with ``\\u`` escapes (four hex digits each)
+    for all but ASCII (``json.dumps``' default, ``ensure_ascii=True``)."""
     escaped = json_escaped(value)
     return "".join(c if c < "\x80" else _u_escape(c) for c in escaped)
 
