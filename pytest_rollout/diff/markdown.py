@@ -16,7 +16,7 @@ from typing import Final
 
 from ..safety.sanitize import excerpt
 from .finding import Finding
-from .text import format_cost
+from .text import format_cost_change
 
 __all__ = ["MAX_MARKDOWN_BYTES", "markdown_pair", "markdown_report"]
 
@@ -47,7 +47,7 @@ def _code(text: str) -> str:
 def _cost(delta: float | None) -> str:
     if delta is None:
         return ""
-    return ("+" if delta >= 0 else "-") + format_cost(abs(delta))
+    return format_cost_change(delta)
 
 
 def _row(finding: Finding) -> str:

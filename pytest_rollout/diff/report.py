@@ -25,7 +25,7 @@ from .render import (
     score_reasons,
     step_counts,
 )
-from .text import format_cost
+from .text import format_cost, format_cost_change
 
 __all__ = [
     "CLI_LABELS",
@@ -131,9 +131,7 @@ def _cost_line(verdict: Verdict, labels: Labels) -> str:
     run_cost = verdict.run_summary.cost_usd
     cost = f"Cost: {labels.a} {format_cost(golden_cost)}, {labels.b} {format_cost(run_cost)}"
     if golden_cost is not None and run_cost is not None:
-        delta = run_cost - golden_cost
-        sign = "+" if delta >= 0 else "-"
-        cost += f" ({sign}{format_cost(abs(delta))})"
+        cost += f" ({format_cost_change(run_cost - golden_cost)})"
     return cost
 
 

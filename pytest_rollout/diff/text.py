@@ -15,7 +15,15 @@ import orjson
 
 from ..safety.sanitize import MARKER_ROOM, cut_marker, excerpt, sanitize
 
-__all__ = ["VALUE_LIMIT", "call_text", "format_cost", "is_absent", "string_change", "value_text"]
+__all__ = [
+    "VALUE_LIMIT",
+    "call_text",
+    "format_cost",
+    "format_cost_change",
+    "is_absent",
+    "string_change",
+    "value_text",
+]
 
 #: How many characters of a value a report shows.
 VALUE_LIMIT: Final = 60
@@ -33,6 +41,11 @@ def format_cost(cost: float | None) -> str:
     text = f"{cost:.6f}".rstrip("0")
     whole, _, frac = text.partition(".")
     return f"${whole}.{frac.ljust(2, '0')}"
+
+
+def format_cost_change(delta: float) -> str:
+    """A change of cost with its sign: ``+$0.0003``, ``-$0.00055``."""
+    return ("+" if delta >= 0 else "-") + format_cost(abs(delta))
 
 
 def is_absent(value: Any) -> bool:
