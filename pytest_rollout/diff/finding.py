@@ -10,7 +10,6 @@ recorded value reaches a CI runner raw.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final
@@ -18,7 +17,7 @@ from typing import Any, Final
 from ..safety.sanitize import excerpt, sanitize
 from .drift import Verdict
 from .render import Labels, describe_event, render_changes
-from .report import TEST_LABELS, render_summary, score_sentence
+from .report import TEST_LABELS, fork_command, render_summary, score_sentence
 
 __all__ = ["Finding", "finding_of"]
 
@@ -84,7 +83,7 @@ def finding_of(
     good = comparison.last_identical_step
     fork = None
     if good is not None and headline is not None:
-        fork = f"rollout fork {shlex.quote(sanitize(verdict.golden_path))} --step {good}"
+        fork = fork_command(verdict.golden_path, good)
     golden_cost, run_cost = verdict.golden_summary.cost_usd, verdict.run_summary.cost_usd
     return Finding(
         test_id=sanitize(test_id),

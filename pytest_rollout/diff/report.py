@@ -30,6 +30,7 @@ from .text import format_cost, format_cost_change
 __all__ = [
     "CLI_LABELS",
     "TEST_LABELS",
+    "fork_command",
     "render_headline",
     "render_summary",
     "render_verdict",
@@ -47,6 +48,11 @@ _PROSE: Final = ("Divergence:", "Likely cause:", "Score:", "  then ", "Cost:", "
 
 def _quote(path: str) -> str:
     return shlex.quote(sanitize(path))
+
+
+def fork_command(golden_path: str, step: int) -> str:
+    """The command that forks the conversation of ``golden_path`` after ``step``."""
+    return f"rollout fork {_quote(golden_path)} --step {step}"
 
 
 def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
@@ -118,7 +124,7 @@ def render_verdict(
     good = comparison.last_identical_step
     if good is not None and headline is not None:
         lines.append(f"Fork the conversation from the last good step ({good}):")
-        lines.append(f"  rollout fork {_quote(verdict.golden_path)} --step {good}")
+        lines.append(f"  {fork_command(verdict.golden_path, good)}")
     if verdict.run_path and not files:
         lines.append(f"{labels.b.capitalize()} was saved; compare it with its {labels.a}:")
         lines.append(f"  rollout diff {_quote(verdict.golden_path)} {_quote(verdict.run_path)}")
