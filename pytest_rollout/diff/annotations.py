@@ -45,7 +45,7 @@ def _message(finding: Finding) -> str:
     if finding.first_change is not None:
         parts.append(f"first change: {finding.first_change}")
     if finding.fork is not None:
-        parts.append(f"fork from the last good step: {finding.fork}")
+        parts.append(f"fork from the {finding.fork_from or 'last good step'}: {finding.fork}")
     return "%0A".join(_data(excerpt(part, 400)) for part in parts)
 
 

@@ -65,6 +65,8 @@ DEFAULT_DROP_KEYS: Final = frozenset(
         "event_id",
         "trace_id",
         "span_id",
+        # where a forked run came from: provenance, not what the run did
+        "forked_from",
         # wall-clock timings
         "total_duration_ms",
         "ttft_ms",

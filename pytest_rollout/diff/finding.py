@@ -16,8 +16,9 @@ from typing import Any, Final
 
 from ..safety.sanitize import excerpt, sanitize
 from .drift import Verdict
+from .fork_point import fork_point
 from .render import Labels, describe_event, render_changes
-from .report import TEST_LABELS, fork_command, render_summary, score_sentence
+from .report import TEST_LABELS, render_summary, score_sentence
 
 __all__ = ["Finding", "finding_of"]
 
@@ -50,8 +51,10 @@ class Finding:
     score: str | None = None
     #: This run's cost less the golden's, in dollars (``None``: a side reports none).
     cost_delta: float | None = None
-    #: The command that forks the conversation from the last good step.
+    #: The command that forks the conversation from the last good step or event.
     fork: str | None = None
+    #: Where that is: ``last good step (2)``, ``last good event (step 3's model turn)``.
+    fork_from: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,11 +82,7 @@ def finding_of(
     """What ``verdict`` (a run that left its golden) says, for the test at ``path:line``;
     ``labels`` name the two runs (``golden`` and ``this run``, or ``A`` and ``B``)."""
     headline = verdict.headline
-    comparison = verdict.comparison
-    good = comparison.last_identical_step
-    fork = None
-    if good is not None and headline is not None:
-        fork = fork_command(verdict.golden_path, good)
+    point = fork_point(verdict.comparison) if headline is not None else None
     golden_cost, run_cost = verdict.golden_summary.cost_usd, verdict.run_summary.cost_usd
     return Finding(
         test_id=sanitize(test_id),
@@ -98,7 +97,8 @@ def finding_of(
         first_change=_first_change(verdict, labels),
         score=score_sentence(verdict, labels).partition(":")[0],
         cost_delta=None if golden_cost is None or run_cost is None else run_cost - golden_cost,
-        fork=fork,
+        fork=None if point is None else point.command(verdict.golden_path),
+        fork_from=None if point is None else point.label,
     )
 
 

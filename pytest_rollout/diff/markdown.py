@@ -25,6 +25,7 @@ __all__ = ["MAX_MARKDOWN_BYTES", "markdown_pair", "markdown_report"]
 MAX_MARKDOWN_BYTES: Final = 512 * 1024
 #: ASCII characters that Markdown or HTML may read as markup: each gets a backslash.
 _MARKUP: Final = re.compile(r"([\\`*_{}\[\]<>()#+\-!|~&])")
+_FORKS_HEADING: Final = "Fork each conversation from its last good step or event:"
 _HEADER: Final = (
     "| Test | Step | Kind | Attributed to | First change | Score | Cost change |\n"
     "| --- | ---: | --- | --- | --- | --- | ---: |\n"
@@ -90,7 +91,8 @@ def markdown_report(
         row = _row(finding)
         fork = ""
         if finding.fork is not None:
-            fork = f"- {_cell(finding.test_id, 200)}: {_code(finding.fork)}\n"
+            where = _cell(_fork_from(finding))
+            fork = f"- {_cell(finding.test_id, 200)}, {where}: {_code(finding.fork)}\n"
         used += len(row.encode()) + len(fork.encode())
         if used > room:
             break
@@ -103,7 +105,7 @@ def markdown_report(
         if shown < len(findings):
             table += f"\n{len(findings) - shown} more diverged test(s) not shown (size limit).\n"
         if any(forks):
-            table += "\nFork each conversation from its last good step:\n\n" + "".join(forks)
+            table += f"\n{_FORKS_HEADING}\n\n" + "".join(forks)
     return head + table + tail
 
 
@@ -123,5 +125,10 @@ def markdown_pair(a: str, b: str, headline: str, finding: Finding | None) -> str
     ]
     text += "\n| | |\n| --- | --- |\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
     if finding.fork is not None:
-        text += f"\nFork from the last good step: {_code(finding.fork)}\n"
+        text += f"\nFork from the {_cell(_fork_from(finding))}: {_code(finding.fork)}\n"
     return text
+
+
+def _fork_from(finding: Finding) -> str:
+    """Where the finding's fork command forks (a finding from before it said so: a step)."""
+    return finding.fork_from or "last good step"

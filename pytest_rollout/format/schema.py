@@ -15,6 +15,7 @@ be a string, got an array``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Final, NamedTuple
@@ -317,6 +318,33 @@ _COST_TOTALS: Final = field(
     nested=_every_value(*_within(MAX_RUN_COST_USD, "US dollars")),
 )
 
+#: A ``forked_from`` digest: the sha256 of the file a run was forked from.
+_GOLDEN_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
+#: The highest step a forked run may name (the loader's default limit on steps).
+_MAX_FORK_STEP: Final = 1_000_000
+_FORK_FIELDS: Final = ("run_id", "golden", "step")
+
+
+def _forked_from(obj: Any) -> str | None:
+    """A forked run's origin: ``{"run_id": string or null, "golden": "sha256:<64 hex>",
+    "step": integer}``, all three present (other keys are free-form)."""
+    if type(obj) is not dict:
+        return None
+    for key in _FORK_FIELDS:
+        if key not in obj:
+            return f' must have a "{key}" field'
+    run_id, golden, step = obj["run_id"], obj["golden"], obj["step"]
+    if type(run_id) not in _STRING_OR_NULL:
+        return f".run_id must be a string or null, got {json_kind(run_id)}"
+    if type(golden) is not str or not _GOLDEN_DIGEST.fullmatch(golden):
+        kind = "another string" if type(golden) is str else json_kind(golden)
+        return f'.golden must be "sha256:" and 64 lowercase hex digits, got {kind}'
+    if type(step) is not int or not 0 <= step <= _MAX_FORK_STEP:
+        got = _number_text(step) if type(step) in (int, float) else json_kind(step)
+        return f".step must be an integer from 0 to 1,000,000, got {got}"
+    return None
+
+
 #: Each core event type's typed fields (see :data:`SCHEMA`).
 _TABLE: Final[Mapping[str, tuple[Field, ...]]] = {
     RUN_STARTED: (
@@ -326,6 +354,7 @@ _TABLE: Final[Mapping[str, tuple[Field, ...]]] = {
         _text_or_null("provider"),
         field("tools", _ARRAY_OR_NULL, "an array of strings or null", nested=_each_string),
         field("meta", _RECORDED_OBJECT, "an object, a string or null"),
+        field("forked_from", _OBJECT_OR_NULL, "an object or null", nested=_forked_from),
     ),
     LLM_TURN_STARTED: (
         field("messages", _RECORDED_ARRAY, "an array, a string or null"),

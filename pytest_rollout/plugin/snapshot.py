@@ -54,7 +54,7 @@ _TS: Final = SNAPSHOT_TS.encode()
 _SIGNATURE: Final = b'{"ts":"%s","seq":0,"type":"run.started",' % _TS
 LABELS: Final = Labels(a="snapshot", b="this run", owned=True)
 _UPDATE: Final = "pytest --snapshot-update"
-_FORK: Final = "Fork the conversation from the last good step"
+_FORK: Final = "Fork the conversation from the last good "  # step (N), or event (...)
 
 
 def serialize_events(events: Sequence[Event], options: CanonicalOptions = DEFAULT_OPTIONS) -> bytes:

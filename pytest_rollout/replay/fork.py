@@ -7,14 +7,19 @@ later request added. Rollouts can be untrusted, so the defaults are conservative
 prompt is left out, tool calls are stripped from assistant messages and tool results are left
 out. Each comes back with an explicit option; tool calls without their results (or results
 without their calls) are refused as incoherent.
+
+A fork is also a run of its own: :func:`fork_prefix` gives the events it starts from (the run
+up to and including step N, without the run's end) and :func:`forked_from` the record of
+where it came from that its ``run.started`` carries (docs/file-format.md, a forked run).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -24,12 +29,26 @@ from ..format.events import (
     LLM_TURN_STARTED,
     RUN_COMPLETED,
     RUN_FAILED,
+    TERMINAL_TYPES,
     TOOL_CALL_COMPLETED,
     Event,
 )
 from ..format.jsonable import json_copy
 
-__all__ = ["ForkError", "ForkFormat", "ForkResult", "fork"]
+__all__ = [
+    "FORKED_FROM",
+    "ForkError",
+    "ForkFormat",
+    "ForkResult",
+    "fork",
+    "fork_prefix",
+    "forked_from",
+    "original_run_id",
+]
+
+#: The key of ``run.started``'s data that names the run a forked run was forked from.
+FORKED_FROM: Final = "forked_from"
+_SHA256_HEX: Final = re.compile(r"[0-9a-f]{64}")
 
 
 class ForkError(RolloutError):
@@ -268,14 +287,7 @@ def fork(
     when asked for, the tool calls they made and their results.
     """
     shape = ForkFormat(format)
-    original_steps = events[-1].step if events else 0
-    if step < 0:
-        raise ForkError(f"cannot fork at step {step}: steps start at 0")
-    if step > original_steps:
-        raise ForkError(
-            f"cannot fork at step {step}: the run has {original_steps} step(s) (0 to "
-            f"{original_steps})"
-        )
+    original_steps = _checked_step(events, step)
     if include_tool_calls != include_tool_results:
         raise ForkError(
             "tool calls and their results go together: keeping tool calls without their "
@@ -303,3 +315,49 @@ def fork(
     # A copy: the caller may go on with the conversation in place, and must not change the
     # run's events (a test's golden, forked inside the test) doing so.
     return ForkResult(shape, step, original_steps, _outcome(events), json_copy(messages), system)
+
+
+def _checked_step(events: Sequence[Event], step: int) -> int:
+    """The run's step count, once ``step`` is known to be one of its steps."""
+    original_steps = events[-1].step if events else 0
+    if step < 0:
+        raise ForkError(f"cannot fork at step {step}: steps start at 0")
+    if step > original_steps:
+        raise ForkError(
+            f"cannot fork at step {step}: the run has {original_steps} step(s) (0 to "
+            f"{original_steps})"
+        )
+    return original_steps
+
+
+def fork_prefix(events: Sequence[Event], step: int) -> tuple[Event, ...]:
+    """The events a fork at ``step`` starts from: the run's events up to and including
+    ``step``, without its terminal event (the fork ends, or goes on, in its own way).
+
+    Steps never go back, so they are a prefix of the run. Raises :class:`ForkError` for a
+    step outside the run.
+    """
+    _checked_step(events, step)
+    kept = 0
+    for event in events:
+        if event.step > step or event.type in TERMINAL_TYPES:
+            break
+        kept += 1
+    return tuple(events[:kept])
+
+
+def original_run_id(events: Sequence[Event]) -> str | None:
+    """The run id a run's ``run.started`` names, or ``None`` (no id, or not a string)."""
+    run_id = events[0].data.get("run_id") if events else None
+    return run_id if isinstance(run_id, str) else None
+
+
+def forked_from(run_id: str | None, golden_sha256: str, step: int) -> dict[str, Any]:
+    """The ``forked_from`` object of a run forked at ``step`` from the run ``run_id`` (its
+    ``run.started``'s id, or ``None``) whose file's bytes have the sha256 ``golden_sha256``
+    (64 lowercase hex digits): ``{"run_id", "golden": "sha256:<hex>", "step"}``."""
+    if not _SHA256_HEX.fullmatch(golden_sha256):
+        raise ValueError(f"not a sha256 hex digest: {golden_sha256!r}")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"not a step: {step!r}")
+    return {"run_id": run_id, "golden": f"sha256:{golden_sha256}", "step": step}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -263,14 +262,12 @@ def _headline(report: DriftReport) -> dict[str, Any] | None:
 
 
 def _fork_hint(golden_path: str, comparison: Comparison) -> dict[str, Any] | None:
-    good = comparison.last_identical_step
-    if comparison.first is None or good is None:
+    from ..diff.fork_point import fork_point  # noqa: PLC0415  (loaded with the comparison)
+
+    point = fork_point(comparison)
+    if point is None:
         return None
-    return {
-        "step": good,
-        "text": f"Fork the conversation from the last good step ({good}):",
-        "command": f"rollout fork {shlex.quote(sanitize(golden_path))} --step {good}",
-    }
+    return {"step": point.step, "text": point.line, "command": point.command(golden_path)}
 
 
 def diff_entry(

@@ -92,7 +92,7 @@ def test_the_markdown_of_a_pair(tmp_path: Path) -> None:
         '| First change | data.tool\\_calls\\[0\\].arguments.city: "Paris" \\-\\> "Rome" |\n'
         "| Score | tie 0\\-0 |\n"
         "| Cost change | +$0.00 |\n\n"
-        f"Fork from the last good step: ` rollout fork {a} --step 0 `\n",
+        f"Fork from the last good step \\(0\\): ` rollout fork {a} --step 0 `\n",
     )
     html = MarkdownIt("commonmark").enable("table").render(diff(a, b, "--format", "markdown")[1])
     assert "<td>tool_call_mismatch</td>" in html

@@ -102,7 +102,7 @@ def test_a_changed_model_is_reported_at_one_step_everywhere(
     assert "First divergence at step 0 (diverged)" in lines
 
 
-def test_a_changed_answer_names_its_step_and_forks_from_the_one_before(
+def test_a_changed_answer_names_its_step_and_forks_keeping_its_model_turn(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(
@@ -124,8 +124,10 @@ def test_a_changed_answer_names_its_step_and_forks_from_the_one_before(
     )
     assert "First divergence at step 2 (diverged)" in report
     assert "Steps 0-2: 2 identical, 1 diverged, 0 only in golden, 0 only in this run" in report
-    fork = report.index("Fork the conversation from the last good step (1):")
-    assert report[fork + 1] == f"  rollout fork {GOLDEN} --step 1"
+    # The model's last turn matched; only the answer the agent made of it changed: the fork
+    # keeps that turn.
+    fork = report.index("Fork the conversation from the last good event (step 2's model turn):")
+    assert report[fork + 1] == f"  rollout fork {GOLDEN} --step 2"
 
 
 @pytest.mark.parametrize(

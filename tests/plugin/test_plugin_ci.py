@@ -41,8 +41,8 @@ ANNOTATION = (
     "tool_call_mismatch at step 1 (attributed to the agent)%3A this run left its golden::"
     'call #1 of step 1: recorded get_weather(city="Paris"), got get_weather(city="PARIS")'
     '%0Afirst change: data.arguments.city: "Paris" -> "PARIS"'
-    "%0Afork from the last good step: rollout fork golden/test_weather/test_weather.jsonl "
-    "--step 0"
+    "%0Afork from the last good event (step 1's model turn): rollout fork "
+    "golden/test_weather/test_weather.jsonl --step 1"
 )
 
 
@@ -113,7 +113,7 @@ def test_on_github_actions_a_diverged_test_is_annotated_and_summarized_once(
         ],
     ]
     html = rendered(text)
-    assert "<code>rollout fork golden/test_weather/test_weather.jsonl --step 0</code>" in html
+    assert "<code>rollout fork golden/test_weather/test_weather.jsonl --step 1</code>" in html
     assert "2 golden(s) compared" in html
     assert "unused" not in html
 

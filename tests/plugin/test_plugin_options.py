@@ -45,7 +45,9 @@ def test_the_golden_directory_can_be_chosen(
 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["rollout: compare against store/ (dry replay)"])
-    result.stdout.fnmatch_lines(["1 golden(s) compared"])
+    result.stdout.fnmatch_lines(
+        ["1 golden(s) compared: 2/2 turns served, 2/2 tool calls matched, 0 diverged"]
+    )
     assert not (pytester.path / "golden").exists()
     assert live_calls(pytester) == []
 
@@ -110,7 +112,7 @@ def test_without_the_cache_plugin_the_report_says_nothing_was_saved(
     result.stdout.fnmatch_lines(
         [
             "this run left its golden at step 1: tool_call_mismatch (attributed to the agent)",
-            "  rollout fork golden/test_weather/test_weather.jsonl --step 0",
+            "  rollout fork golden/test_weather/test_weather.jsonl --step 1",
         ]
     )
     result.stdout.no_fnmatch_line("*This run was saved*")

@@ -155,4 +155,5 @@ def test_the_failure_lines_name_the_snapshot_file_read(tmp_path: Path) -> None:
 
     assert lines[0].startswith("this run left its snapshot at step 2: response_mismatch")
     assert lines[1].startswith("Snapshot: ")  # (cut at 100 columns, as a golden's path is)
-    assert f"  rollout fork {path} --step 1" in lines
+    # The model's last turn matched, only the answer changed: the fork keeps that turn.
+    assert f"  rollout fork {path} --step 2" in lines
