@@ -535,6 +535,8 @@ class Verdict:
     golden_path: str
     run_path: str | None
     report: DriftReport
+    #: The golden was replayed though no receipt vouched for it (``--rollout-unverified``).
+    unverified: bool = False
 
     @property
     def matched(self) -> bool:

@@ -9,6 +9,8 @@ replay in whatever order they are made). A model error the agent handled was rec
 failed turn with its HTTP response, and is served like any other turn.
 Anything it cannot answer is a :class:`~pytest_rollout.diff.divergence.Divergence`, raised to the
 caller as :class:`~pytest_rollout.ReplayDivergenceError`; nothing runs live in its place.
+A replay made a fork (:meth:`Replay.fork`) answers the run up to the fork's step and
+nothing after it: there, the run goes live by design.
 """
 
 from __future__ import annotations
@@ -211,6 +213,8 @@ class Replay:
         # claims its recorded counterpart under this lock.
         self._lock = threading.Lock()
         self._checked_steps: set[int] = set()
+        #: The fork this replay answers (``None``: the whole recording is the world).
+        self._fork: _Fork | None = None
 
     @classmethod
     def from_rollout(
@@ -222,6 +226,34 @@ class Replay:
     ) -> Replay:
         recording = Recording.from_events(rollout.events)
         return cls(recording, source or rollout.path, redact, volatile)
+
+    def fork(
+        self,
+        recording: Recording,
+        step: int,
+        *,
+        live_at_step: bool = False,
+        by_name: Mapping[str, RecordedCall] | None = None,
+    ) -> None:
+        """Answer ``recording`` (the golden cut at ``step``, see
+        :func:`~.fork_plan.cut`) from now on, as a fork: nothing after ``step`` is
+        answered (:meth:`claim_call` gives ``None``, and the caller runs the call live),
+        nor, when ``live_at_step`` (the turn at ``step`` was replaced), a call of ``step``
+        that ``recording`` does not hold, unless ``by_name`` answers its tool. Only a replay
+        that has answered nothing yet is forked."""
+        with self._lock:
+            if self._attempts or self.divergences or self._floor:
+                raise RuntimeError("a replay is forked before it answers anything")
+            if any(turn.consumed for turn in self.recording.turns):
+                raise RuntimeError("a replay is forked before it answers anything")
+            self.recording = recording
+            self._fork = _Fork(step, live_at_step, dict(by_name or {}))
+
+    @property
+    def serving(self) -> bool:
+        """Whether a recorded turn is left to serve (a fork goes live once none is)."""
+        with self._lock:
+            return self._first_open() is not None
 
     def _diverge(self, kind: DivergenceKind, step: int, detail: str) -> ReplayDivergenceError:
         divergence = Divergence(kind, step, detail)
@@ -406,11 +438,22 @@ class Replay:
         the step not answered yet with the same name and arguments, in whatever order the
         agent makes them. Else a call of that name not answered yet is a mismatch, and a
         call with no such counterpart is not in the recording."""
+        found = self.claim_call(step, name, arguments)
+        if found is None:  # only a fork runs calls live, and its caller asks claim_call
+            raise RuntimeError(f"call {name} of step {step} is a fork's to run live")
+        return found
+
+    def claim_call(self, step: int, name: str, arguments: Any) -> RecordedCall | None:
+        """:meth:`answer_call`, or ``None`` for a call that a fork runs live (one after its
+        step, or one of a replaced turn that no replacement answers: see :meth:`fork`)."""
+        fork = self._fork
+        if fork is not None and step > fork.step:
+            return None
         arguments = self.redact(arguments)
         with self._lock:
             return self._claim_call(step, name, arguments)
 
-    def _claim_call(self, step: int, name: str, arguments: Any) -> RecordedCall:
+    def _claim_call(self, step: int, name: str, arguments: Any) -> RecordedCall | None:
         attempt = self._attempts.get(step, 0) + 1
         self._attempts[step] = attempt
         calls = self.recording.calls.get(step, [])
@@ -424,6 +467,9 @@ class Replay:
                 return call
             if same_name is None:
                 same_name = call
+        fork = self._fork
+        if fork is not None and fork.live_at_step and step == fork.step:
+            return fork.by_name.get(name)  # a replaced turn's call: live unless answered
         if same_name is not None:
             self._refused.add((step, same_name.position))
             raise self._diverge(
@@ -468,6 +514,15 @@ class Replay:
                 )
             )
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Fork:
+    """Where a forked replay stops answering (see :meth:`Replay.fork`)."""
+
+    step: int
+    live_at_step: bool
+    by_name: Mapping[str, RecordedCall]
 
 
 class RecordedProvider:

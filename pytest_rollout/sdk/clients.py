@@ -117,7 +117,7 @@ def _recording_transport(
 ) -> Any:
     sync_class, async_class = transport_classes(module)
     live = transport
-    if live is None and not session.serves_turns:
+    if live is None and not session.replays_every_turn:
         live = module.AsyncHTTPTransport() if asynchronous else module.HTTPTransport()
     return (async_class if asynchronous else sync_class)(Exchange(session), live)
 
@@ -176,7 +176,7 @@ def client(
             f"your own, pass it as {method[:-1]}transport=...)"
         )
     kwargs = dict(client_kwargs)
-    if session.serves_turns:
+    if session.replays_every_turn:
         if kwargs.get("api_key") is None:
             kwargs["api_key"] = os.environ.get(_KEY_VARIABLES[package]) or REPLAY_API_KEY
         # A replayed answer never fails for a reason a retry could fix; a divergence

@@ -60,6 +60,12 @@ class TurnPort(Protocol):
         ...
 
     @property
+    def replays_every_turn(self) -> bool:
+        """Whether every model request is answered from the golden (a dry replay that is
+        not a fork), so that a client needs no live transport, key or retries."""
+        ...
+
+    @property
     def prices(self) -> Mapping[str, Price]:
         """Prices per model, for a turn whose response states no cost."""
         ...

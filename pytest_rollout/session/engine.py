@@ -40,7 +40,8 @@ from ..format.events import (
 from ..format.jsonable import to_json_data_or_placeholder as plain
 from ..format.loader import Rollout
 from ..format.recorder import Recorder
-from ..replay.history import TurnRequest
+from ..replay.fork_plan import ForkPlan
+from ..replay.history import TurnRequest, _as_is
 from ..replay.mode import Mode
 from ..replay.recorded import Replay
 from ..replay.turn import Turn
@@ -60,10 +61,6 @@ class AuditSink(Protocol):
     def is_action(self, tool_name: str) -> bool: ...
 
     def write(self, run_id: str, event_type: str, payload: Mapping[str, Any]) -> None: ...
-
-
-def _as_is(value: Any) -> Any:
-    return value
 
 
 class Engine:
@@ -92,7 +89,8 @@ class Engine:
         self._audit = audit
         self._lock = threading.RLock()
         self._deferred: list[Callable[[], None]] = []
-        self._start_written = False
+        #: Whether the run recorded anything yet (its ``run.started`` is out).
+        self.run_written = False
         self._replay: Replay | None = None
         redactor = recorder.redactor
         self.redact: Callable[[Any], Any] = _as_is if redactor is None else redactor.redact
@@ -108,18 +106,16 @@ class Engine:
         #: How an event encoded already is recorded (set by :meth:`_route_encoded`).
         self.record_encoded: Callable[[str, bytes], None]
         self._route_encoded()
-        self.calls = ToolCalls(
-            self,
-            replays=self.mode.replays_tools,
-            rebuild_hook=setup.rebuild,
-            audits=audit is not None,
-        )
+        replays, audits = self.mode.replays_tools, audit is not None
+        self.calls = ToolCalls(self, replays=replays, rebuild_hook=setup.rebuild, audits=audits)
         self._run: Rollout | None = None
         self._verdict: Verdict | None = None
         #: The tool called before any model turn, when one was (:meth:`tool_before_turn`).
         self.model_bypassed: str | None = None
         #: Whether a recorded run completed without a model turn (:meth:`finish_completed`).
         self.no_model_turn = False
+        #: The fork of its golden this run is (``rollout.fork(step, override=...)``), if any.
+        self.fork: ForkPlan | None = None
 
     # -- the golden and its replay ------------------------------------------------
 
@@ -155,6 +151,12 @@ class Engine:
         if replay is not None and replay.recording.keyed_as_is:
             return None
         return volatile
+
+    def serves_turn(self, replayed: bool) -> bool:
+        """Whether the next model turn is served from the golden: ``replayed`` (asked of a
+        provider that serves the golden), but in a fork, while its turns last."""
+        replay = self._replay if self.fork is not None else None
+        return replayed if replay is None else replay.serving
 
     @property
     def replay_started(self) -> bool:
@@ -320,7 +322,7 @@ class Engine:
         self._start_args = (prompt, dict(meta))
 
     def _emit_start(self) -> None:
-        if self._start_written:
+        if self.run_written:
             return
         with self._lock:  # another thread's first event waits until run.started is out
             self._write_start()
@@ -338,10 +340,12 @@ class Engine:
             "tools": list(self.tool_names),
             "meta": plain(dict(meta)),
         }
+        if self.fork is not None:
+            data["forked_from"] = dict(self.fork.origin)
         if prompt is not None:
             data["prompt"] = plain(prompt)
         self.record(RUN_STARTED, data)
-        self._start_written = True
+        self.run_written = True
         self._audit_event(RUN_STARTED, data)
 
     def tool_before_turn(self, name: str) -> None:
@@ -403,12 +407,12 @@ class Engine:
 
     # -- turns --------------------------------------------------------------------
 
-    def open_turn(self, request: TurnRequest) -> None:
+    def open_turn(self, request: TurnRequest, *, live: bool = False) -> None:
         """``llm.turn.started``: the request's new messages and the hash of the whole request,
         taken on redacted data (see :class:`RequestHistory`) so that it is the same on every
         machine whatever secret the environment holds. The event itself is redacted (or, in
-        mode "none", dropped) by the recorder, like any other. In full replay, the calls the
-        previous turn asked for must have been made."""
+        mode "none", dropped) by the recorder, like any other. In full replay, and for a
+        ``live`` turn of a fork, the calls the previous turn asked for must have been made."""
         self.ensure_started()
         self.record(
             LLM_TURN_STARTED,
@@ -421,7 +425,11 @@ class Engine:
             },
         )
         replay = self.replay
-        if replay is not None and self.mode is Mode.FULL:
+        if replay is not None and self.fork is not None:
+            if live:
+                with self.divergence_recorded():
+                    replay.begin_turn(self.recorder.step)
+        elif replay is not None and self.mode is Mode.FULL:
             with self.divergence_recorded():
                 replay.live_turn(self.recorder.step)
 
@@ -537,6 +545,8 @@ class Engine:
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         if self._verdict is not None:
             return self._verdict
+        if self.fork is not None and not self.divergences():
+            raise RolloutError(self.fork.not_compared)
         golden = self._golden
         run = self.require_golden()
         assert golden is not None
@@ -558,6 +568,7 @@ class Engine:
         reference.release()  # no other run is read like the golden
         self._verdict = Verdict(
             golden_path=golden.shown,
+            unverified=golden.unverified,
             run_path=self.setup.run_display or self.recorder.path,
             report=report,
         )
@@ -580,6 +591,8 @@ class Engine:
                 "with a syrupy snapshot (docs/replay.md, syrupy snapshots), or drop "
                 "replay=False to replay and compare with the golden"
             )
+        if self.fork is not None:
+            raise RolloutError(self.fork.not_compared)
         if not self.mode.replays_tools:
             return True
         return self.verdict().matched

@@ -33,6 +33,7 @@ from ..format.events import Event
 from ..format.recorder import Recorder
 from ..replay.fork import ForkResult
 from ..replay.fork import fork as fork_run
+from ..replay.fork_plan import ForkPlan
 from ..replay.mode import Mode
 from ..replay.recorded import RecordedProvider
 from ..replay.seal import RolloutNetworkError
@@ -41,6 +42,7 @@ from ..sdk import clients as sdk
 from ..store.golden import GoldenRef, UnrecordedToolsError
 from ..store.golden_store import LoadedGolden
 from .engine import AuditSink, Engine
+from .forking import prepare_fork, sdk_refusal
 from .frameworks import ACCEPTED, wrap_tools
 from .provider import ProviderProxy
 from .sdk_port import SdkPort
@@ -95,6 +97,10 @@ class RolloutSession:
     @property
     def _sdk(self) -> SdkPort:
         """The port the test's SDK clients share (one turn log for all of them)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        fork = self.engine.fork
+        if fork is not None and fork.turn is not None:
+            raise sdk_refusal(fork)
         if self._port is None:
             self._port = SdkPort(self.engine)
         return self._port
@@ -120,7 +126,7 @@ class RolloutSession:
             inner = live
         if live is not None:
             engine.name_provider(live)
-        return ProviderProxy(engine, inner, replayed=engine.mode is Mode.DRY)
+        return ProviderProxy(engine, inner, replayed=engine.mode is Mode.DRY, live=live)
 
     def recorded_provider(self) -> ProviderProxy:
         """A provider serving this test's golden turns (what ``recorded_provider`` gives)."""
@@ -255,10 +261,38 @@ class RolloutSession:
         """Record a custom event at the current step."""
         self.engine.emit(event_type, **data)
 
-    def fork(self, step: int, **options: Any) -> ForkResult:
-        """The golden's conversation up to and including ``step`` (see :func:`fork`)."""
+    def fork(
+        self, step: int, *, override: Mapping[str, Any] | None = None, **options: Any
+    ) -> ForkResult:
+        """The golden's conversation up to and including ``step`` (see :func:`fork`).
+
+        With ``override``, called before the run records anything, the run also becomes a
+        fork of its golden: answered from it up to ``step``, with the results ``override``
+        gives at ``step`` (by tool call id or tool name; ``"turn"``: the model turn), and
+        live after it (docs/replay.md, "Fork inside a test")."""
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
-        return fork_run(self.engine.require_golden().events, step, **options)
+        if override is None:
+            return fork_run(self.engine.require_golden().events, step, **options)
+        plan, make_fork = prepare_fork(self.engine, step, override)
+        if self._port is not None:
+            self._refuse_built_clients(plan)
+        result = fork_run(self.engine.require_golden().events, step, **options)
+        make_fork()
+        return result
+
+    def _refuse_built_clients(self, plan: ForkPlan) -> None:
+        """A fork made after SDK clients were built: in dry replay they were built without
+        a live transport to go on with, and a replacement turn is no SDK client's."""
+        __tracebackhide__ = True
+        if plan.turn is not None:
+            raise sdk_refusal(plan)
+        if self.engine.mode is Mode.DRY:
+            raise RolloutError(
+                "rollout.fork(..., override=...) comes after an SDK client was built: a "
+                "client built for a dry replay has no live transport to go on with after the "
+                "fork's step. Call rollout.fork() before rollout.openai(), rollout.anthropic() "
+                "or rollout.http_client()"
+            )
 
     def events(self) -> tuple[Event, ...]:
         """This run's events, as the loader reads them back (after the ``run()`` block)."""

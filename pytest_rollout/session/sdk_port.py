@@ -44,8 +44,14 @@ class SdkPort:
 
     @property
     def serves_turns(self) -> bool:
-        """Whether model turns are answered from the golden (dry replay)."""
-        return self._engine.mode is Mode.DRY
+        """Whether model turns are answered from the golden (dry replay; in a fork, while
+        the golden's turns up to its step last)."""
+        return self._engine.serves_turn(self._engine.mode is Mode.DRY)
+
+    @property
+    def replays_every_turn(self) -> bool:
+        """Whether every model turn is answered from the golden (dry replay, not a fork)."""
+        return self._engine.mode is Mode.DRY and self._engine.fork is None
 
     @property
     def prices(self) -> Mapping[str, Price]:
@@ -56,11 +62,11 @@ class SdkPort:
         self._engine.identify(provider, model)
 
     def sdk_turn_ready(self) -> None:
-        """Before a live model request in full replay: the calls the previous turn asked
-        for must have been made (the request itself is the next step's turn)."""
+        """Before a live model request in full replay or in a fork: the calls the previous
+        turn asked for must have been made (the request itself is the next step's turn)."""
         engine = self._engine
         replay = engine.replay
-        if replay is None or engine.mode is not Mode.FULL:
+        if replay is None or (engine.mode is not Mode.FULL and engine.fork is None):
             return
         with engine.divergence_recorded():
             replay.begin_turn(engine.recorder.step + 1)
@@ -71,8 +77,10 @@ class SdkPort:
 
     @property
     def sdk_recording(self) -> Recording | None:
-        """The golden's turns as dry replay serves them (``None`` in other modes)."""
-        replay = self._engine.replay if self.serves_turns else None
+        """The golden's turns as dry replay (or a fork) serves them (``None`` in other
+        modes)."""
+        engine = self._engine
+        replay = engine.replay if engine.mode is Mode.DRY or engine.fork is not None else None
         return None if replay is None else replay.recording
 
     def serve_sdk_turn(self, request: TurnRequest, lookahead: int = 0) -> Mapping[str, Any]:

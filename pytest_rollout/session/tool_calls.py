@@ -120,20 +120,23 @@ class ToolCalls:
             return call_id, 0, None  # the step is what a replayed answer needs
         step = run.recorder.step
         arguments = data["arguments"] if payload is None else orjson.loads(payload)["arguments"]
-        if audited:
-            # In the audit trail only: a run's events (and so its golden) do not depend on
-            # whether the trail is on.
-            action = {"call_id": call_id, "step": step, "name": name, "arguments": arguments}
-            run.audit_action(action, live=replay is None)
+        # In the audit trail only: a run's events (and so its golden) do not depend on
+        # whether the trail is on.
+        action = {"call_id": call_id, "step": step, "name": name, "arguments": arguments}
+        audit = run.audit_action if audited else _no_audit
         if replay is None:
+            audit(action, live=True)
             return call_id, step, None
         try:
-            return call_id, step, replay.answer_call(step, name, arguments)
+            answer = replay.claim_call(step, name, arguments)
         except ReplayDivergenceError as exc:
+            audit(action, live=False)
             data = {"call_id": call_id, "name": name, "error": error_data(exc), "duration_ms": 0}
             run.record(TOOL_CALL_COMPLETED, data)
             run.divergence_event(exc)
             raise
+        audit(action, live=answer is None)  # a fork's call after its step runs live
+        return call_id, step, answer
 
     def replayed_result(self, name: str, call_id: str | None, step: int, call: RecordedCall) -> Any:
         """The recorded answer of a replayed call: its output, rebuilt as the type it had,
@@ -196,6 +199,10 @@ class ToolCalls:
         data: dict[str, Any] = {"call_id": call_id, "name": name, "duration_ms": _since(t0)}
         data["error"] = tool_error_data(error)
         self._run.record(TOOL_CALL_COMPLETED, data)
+
+
+def _no_audit(action: Mapping[str, Any], *, live: bool) -> None:
+    """What a call's action is audited with when the run keeps no audit trail."""
 
 
 def _since(t0: float) -> float:
