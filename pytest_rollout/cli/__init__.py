@@ -16,7 +16,8 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from pathlib import Path
+from typing import Final, NoReturn, TextIO
 
 from ..errors import RolloutError
 from ..safety.sanitize import sanitize
@@ -35,6 +36,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     command = argv[0] if argv and argv[0] in COMMAND_NAMES else None
     args = _parser(command).parse_args(argv)
     try:
+        _find_runs(args)
         status: int = COMMANDS[args.command](args, out)
         return status
     except RolloutError as exc:
@@ -43,6 +45,41 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except Usage as exc:
         print(f"rollout {args.command}: error: {sanitize(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+
+
+#: The arguments, by subcommand, that name rollouts to read: each may also be a run id or the
+#: start of one, looked up in the capture directory and the runs cache (docs/cli.md). ``seal``
+#: takes files only: it writes a receipt beside each, and those two folders are the plugin's
+#: own (a golden, the file a receipt is for, is always named by its path).
+_RUN_ARGUMENTS: Final = {
+    "diff": ("a", "b"),
+    "fork": ("file",),
+    "check": ("files",),
+    "show": ("file",),
+    "view": ("paths",),
+    "export": ("rollouts",),
+}
+
+
+def _find_runs(args: argparse.Namespace) -> None:
+    """Each argument of :data:`_RUN_ARGUMENTS` that names a run by its id, replaced by the
+    run's file; a path always wins. :class:`Usage` when no run, or more than one, has it."""
+    finder = None
+    for name in _RUN_ARGUMENTS.get(args.command, ()):
+        value: str | list[str] = getattr(args, name)
+        texts = value if isinstance(value, list) else [value]
+        if all(os.path.lexists(text) for text in texts):
+            continue  # files, as they almost always are: nothing to look up, nor to import
+        from ..store.run_lookup import RunFinder, RunLookupError
+
+        try:
+            finder = finder or RunFinder(Path.cwd(), os.environ)
+            found = [finder.rollout(text) for text in texts]
+        except OSError:
+            return  # no current folder to look from: each file is refused as it is named
+        except RunLookupError as exc:
+            raise Usage(str(exc)) from None
+        setattr(args, name, found if isinstance(value, list) else found[0])
 
 
 @functools.cache

@@ -63,7 +63,9 @@ def add_export_parser(commands: Any) -> None:
         "ExportTraceServiceRequest a line, ready for an OTLP viewer. Exporting the same run "
         "again gives the same bytes. Exit 0 when written, 2 on bad input.",
     )
-    otel.add_argument("rollouts", metavar="ROLLOUT", nargs="+", help="the rollouts to export")
+    otel.add_argument(
+        "rollouts", metavar="ROLLOUT", nargs="+", help="the rollouts to export, or their run ids"
+    )
     otel.add_argument("-o", "--out", metavar="TRACE", required=True, help="the trace file to write")
     otel.add_argument(
         "--input-messages",
