@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..format.loader import Limits, Rollout
     from ..store.audit import AuditCheck
     from ..store.receipt import Receipt, Verification
+    from ..store.replay_receipt import ReplayCheck
 
 __all__ = ["COMMANDS", "DIFF_SCHEMA", "EXIT_DIFFERENT", "EXIT_ERROR", "EXIT_SAME", "Usage"]
 
@@ -60,19 +61,58 @@ class Usage(Exception):
 
 
 def _fork(args: argparse.Namespace, out: TextIO) -> int:
-    from ..format.loader import load
+    from ..format.loader import loads, read_rollout_bytes
     from ..replay.fork import fork as fork_run
+    from ..replay.fork import fork_prefix
 
+    if args.force and args.out is None:
+        raise Usage("--force replaces the file that --out names: give --out NEW.jsonl")
+    data = read_rollout_bytes(args.file)  # one read: the bytes forked are the bytes digested
+    events = loads(data, path=args.file).events
     result = fork_run(
-        load(args.file).events,
+        events,
         args.step,
         format=args.format,
         include_system=args.include_system,
         include_tool_calls=args.include_tool_calls,
         include_tool_results=args.include_tool_results,
     )
-    out.write(terminal_json(result.to_json_obj()) + "\n")
+    report = result.to_json_obj()
+    if not args.json and args.out is None:
+        out.write(terminal_json(report) + "\n")  # the conversation, as it always was
+        return EXIT_SAME
+    run_id = None
+    replayed = len(fork_prefix(events, args.step))
+    if args.out is not None:
+        from ..store.forked_run import write_forked_run
+
+        written = write_forked_run(
+            args.file, data, events, args.step, Path(args.out), force=args.force
+        )
+        run_id, replayed = written.run_id, written.events_replayed
+        if not args.json:
+            steps = result.original_steps
+            out.write(_fork_line(args.file, written.path, run_id, args.step, steps, replayed))
+            return EXIT_SAME
+    report |= {
+        "run_id": run_id,
+        "out": args.out,
+        "events_replayed": replayed,
+        "step_count": args.step,
+        "original_step_count": result.original_steps,
+        "messages_restored": result.restored,
+    }
+    out.write(terminal_json(report) + "\n")
     return EXIT_SAME
+
+
+def _fork_line(source: str, target: Path, run_id: str, step: int, steps: int, kept: int) -> str:
+    """``rollout fork --out``'s line: what was written, its run id and its steps."""
+    return (
+        f"forked {sanitize(source)} at step {step} of {steps} into {sanitize(str(target))}: "
+        f"run {sanitize(run_id)}, {kept} event{'' if kept == 1 else 's'} kept, "
+        "sealed with its receipt\n"
+    )
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
@@ -81,7 +121,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     from ..format.loader import loads, read_rollout_bytes
     from ..store.receipt import verify
 
-    checked: list[tuple[str, IntegrityReport, Verification]] = []
+    checked: list[tuple[str, IntegrityReport, Verification, ReplayCheck | None]] = []
     refused = False
     for path, _ in rollouts_in(args.files):
         try:
@@ -94,19 +134,61 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             refused = True
             continue
         verification = verify(Path(path), data)
-        checked.append((path, report, verification))
+        replay = _replay_check(args, path)
+        checked.append((path, report, verification, replay))
         if not args.json:
-            out.write("\n".join(_check_lines(path, report, verification)) + "\n")
+            lines = _check_lines(path, report, verification)
+            out.write("\n".join(lines + _replay_lines(replay)) + "\n")
     if args.json:
         files = [
-            {"path": path, **report.to_json_obj(), "receipt": verification.to_json_obj()}
-            for path, report, verification in checked
+            {
+                "path": path,
+                **report.to_json_obj(),
+                "receipt": verification.to_json_obj(),
+                **({} if replay is None else {"replay": _replay_json(replay)}),
+            }
+            for path, report, verification, replay in checked
         ]
         out.write(terminal_json({"files": files}) + "\n")
     if refused:
         return EXIT_ERROR
-    clean = all(report.matched and not _receipt_failed(v) for _, report, v in checked)
+    clean = all(
+        report.matched and not _receipt_failed(v) and (r is None or r.ok)
+        for _, report, v, r in checked
+    )
     return EXIT_SAME if clean else EXIT_DIFFERENT
+
+
+def _replay_check(args: argparse.Namespace, path: str) -> ReplayCheck | None:
+    """With ``--receipt``: the check of ``path``'s replay receipt (``None`` without it)."""
+    if not args.receipt:
+        if args.golden is not None:
+            raise Usage("--golden goes with --receipt")
+        return None
+    from ..store.replay_receipt import check_replay
+
+    return check_replay(Path(path), None if args.golden is None else Path(args.golden))
+
+
+def _replay_lines(replay: ReplayCheck | None) -> list[str]:
+    if replay is None:
+        return []
+    if not replay.ok:
+        return [f"  replay receipt: REFUSED — {sanitize(p)}" for p in replay.problems]
+    assert replay.record is not None
+    lines = ["  replay receipt: ok"]
+    lines += [f"    {line.strip()}" for line in replay.record.lines()]
+    lines += [f"    checked: {sanitize(c)}" for c in replay.checked]
+    return lines
+
+
+def _replay_json(replay: ReplayCheck) -> dict[str, Any]:
+    return {
+        "ok": replay.ok,
+        "problems": list(replay.problems),
+        "checked": list(replay.checked),
+        "record": None if replay.record is None else replay.record.to_json_obj(),
+    }
 
 
 def _receipt_failed(verification: Verification) -> bool:

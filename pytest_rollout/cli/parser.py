@@ -51,8 +51,10 @@ def _add_diff(commands: Any) -> None:
         description="Compare rollout A (the reference) with rollout B and show the first "
         "step where they part. Exit 0 when identical, 1 when they differ, 2 on bad input.",
     )
-    diff.add_argument("a", metavar="A.jsonl", help="the reference run (e.g. the golden)")
-    diff.add_argument("b", metavar="B.jsonl", help="the run to check")
+    diff.add_argument(
+        "a", metavar="A.jsonl", help="the reference run (e.g. the golden), or its run id"
+    )
+    diff.add_argument("b", metavar="B.jsonl", help="the run to check, or its run id")
     diff.add_argument(
         "--ignore",
         metavar="PATH",
@@ -118,12 +120,14 @@ def _add_diff(commands: Any) -> None:
 def _add_fork(commands: Any) -> None:
     fork = commands.add_parser(
         "fork",
-        help="rebuild the conversation up to a step, as JSON",
+        help="rebuild the conversation up to a step, or write the run up to it as a new run",
         description="Rebuild the conversation of a rollout up to and including step N and "
         "print it as JSON, ready to hand to a live model. Rollouts can be untrusted, so the "
-        "system prompt, tool calls and tool results are left out unless asked for.",
+        "system prompt, tool calls and tool results are left out unless asked for. With "
+        "--out, also write the run up to step N as a new rollout of its own (a new run id, "
+        "the run it was forked from, sealed with a receipt). Exit 0 when done, 2 on bad input.",
     )
-    fork.add_argument("file", metavar="FILE.jsonl", help="the rollout to fork")
+    fork.add_argument("file", metavar="FILE.jsonl", help="the rollout to fork, or its run id")
     fork.add_argument("--step", type=int, required=True, help="the last step to keep")
     fork.add_argument(
         "--format",
@@ -138,6 +142,24 @@ def _add_fork(commands: Any) -> None:
     )
     fork.add_argument(
         "--include-tool-results", action="store_true", help="keep the tool result messages"
+    )
+    fork.add_argument(
+        "-o",
+        "--out",
+        metavar="NEW.jsonl",
+        help="write the run's events up to step N as a new rollout, sealed with its receipt "
+        "(the message options shape only the conversation printed)",
+    )
+    fork.add_argument(
+        "--force",
+        action="store_true",
+        help="replace NEW.jsonl (and its receipt) when it exists",
+    )
+    fork.add_argument(
+        "--json",
+        action="store_true",
+        help="print the conversation with the fork's report (run_id, events_replayed, "
+        "step_count, original_step_count, messages_restored) as JSON",
     )
 
 
@@ -156,9 +178,23 @@ def _add_check(commands: Any) -> None:
         "files",
         metavar="FILE.jsonl",
         nargs="+",
-        help="the rollouts to check (a directory: every *.jsonl under it)",
+        help="the rollouts to check, or their run ids (a directory: every *.jsonl under it)",
     )
     check.add_argument("--json", action="store_true", help="print the reports as JSON")
+    check.add_argument(
+        "--receipt",
+        action="store_true",
+        help="also verify each run's replay receipt against the run and its golden: the "
+        "golden is the file replayed, still vouched for by the receipt the replay names, and "
+        "the counts and canonical digests are computed again",
+    )
+    check.add_argument(
+        "--golden",
+        metavar="GOLDEN.jsonl",
+        default=None,
+        help="with --receipt: the golden the runs replayed (default: the path each replay "
+        "receipt names, from the current directory)",
+    )
 
 
 def _add_seal(commands: Any) -> None:
@@ -193,7 +229,7 @@ def _add_show(commands: Any) -> None:
         description="Print one line per event (step, seq, type and what it did), then the "
         "totals of the whole run. Filters choose which events are listed.",
     )
-    show.add_argument("file", metavar="FILE.jsonl", help="the rollout to show")
+    show.add_argument("file", metavar="FILE.jsonl", help="the rollout to show, or its run id")
     show.add_argument(
         "--type",
         metavar="TYPE",
@@ -245,7 +281,10 @@ def _add_view(commands: Any) -> None:
         "with --serve, serve it on 127.0.0.1 instead, behind a random token.",
     )
     view.add_argument(
-        "paths", metavar="FILE|DIR", nargs="+", help="a rollout, a directory, or two rollouts"
+        "paths",
+        metavar="FILE|DIR",
+        nargs="+",
+        help="a rollout, a directory, or two rollouts (a rollout may be named by its run id)",
     )
     view.add_argument(
         "--out",

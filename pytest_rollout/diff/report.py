@@ -6,8 +6,8 @@ In order: the headline (where run B left run A, the kind and whom it is attribut
 the reference's path (and, on the command line, the other's); what replay found; the
 first divergent step, what each run did there and the field-level difference; the step
 counts; the 6-point score; the cost delta; how to fork the conversation from the last good
-step; and, for a test, where its run was saved with the ``rollout diff`` command that
-compares it with the golden.
+step or event (:mod:`.fork_point`); and, for a test, where its run was saved with the
+``rollout diff`` command that compares it with the golden.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Final
 from ..safety.sanitize import excerpt, sanitize
 from .divergence import Divergence
 from .drift import Verdict
+from .fork_point import fork_command, fork_point
 from .render import (
     Labels,
     render_divergence,
@@ -48,11 +49,6 @@ _PROSE: Final = ("Divergence:", "Likely cause:", "Score:", "  then ", "Cost:", "
 
 def _quote(path: str) -> str:
     return shlex.quote(sanitize(path))
-
-
-def fork_command(golden_path: str, step: int) -> str:
-    """The command that forks the conversation of ``golden_path`` after ``step``."""
-    return f"rollout fork {_quote(golden_path)} --step {step}"
 
 
 def render_headline(verdict: Verdict, labels: Labels = LABELS) -> str:
@@ -98,7 +94,8 @@ def render_verdict(
     if not divergences and not files:
         return [_headline(None, labels)]
     headline = divergences[0] if divergences else None
-    paths = [f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}"]
+    unverified = " (unverified: no receipt vouches for it)" if verdict.unverified else ""
+    paths = [f"{labels.a.capitalize()}: {sanitize(verdict.golden_path)}{unverified}"]
     if files and verdict.run_path is not None:
         paths.append(f"{labels.b.capitalize()}: {sanitize(verdict.run_path)}")
     lines = [_headline(headline, labels)]
@@ -121,10 +118,10 @@ def render_verdict(
     # Paths to copy are never cut, whatever their length; prose is wrapped.
     lines = [lines[0], *paths, *(w for line in lines[1:] for w in _fit(line))]
     # Commands stay whole on lines of their own, so they can be copied and pasted.
-    good = comparison.last_identical_step
-    if good is not None and headline is not None:
-        lines.append(f"Fork the conversation from the last good step ({good}):")
-        lines.append(f"  {fork_command(verdict.golden_path, good)}")
+    point = fork_point(comparison)
+    if point is not None and headline is not None:
+        lines.append(point.line)
+        lines.append(f"  {point.command(verdict.golden_path)}")
     if verdict.run_path and not files:
         lines.append(f"{labels.b.capitalize()} was saved; compare it with its {labels.a}:")
         lines.append(f"  rollout diff {_quote(verdict.golden_path)} {_quote(verdict.run_path)}")

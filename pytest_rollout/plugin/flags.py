@@ -136,6 +136,15 @@ FLAGS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
         },
     ),
     (
+        "--rollout-unverified",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "replay goldens whose receipt is missing or does not match as they are, "
+            "without sealing them; every report of their replay says unverified",
+        },
+    ),
+    (
         "--rollout-report",
         {
             "default": None,

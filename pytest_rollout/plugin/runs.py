@@ -37,6 +37,7 @@ from .settings import HookSettings, MarkerOptions, Settings
 from .stash import CALL_REPORT_KEY, HOOKS_KEY, MARKER_KEY, OUTCOME_KEY, SESSION_KEY
 
 if TYPE_CHECKING:
+    from ..store.replay_receipt import ReplayRecord
     from .features import AuditPlugin, CapturePlugin, HtmlReportPlugin
     from .otel_trace import OtelPlugin
     from .tally import Tally
@@ -75,6 +76,7 @@ class TestRuns:
         self.store = GoldenStore(
             self.settings.golden_dir,
             accept_edits=self.settings.accept_edits,
+            unverified=self.settings.unverified,
             fail_unrecorded=self.settings.fail_unrecorded,
             show=self._display,
         )
@@ -220,10 +222,16 @@ class TestRuns:
                 fail_unrecorded=None if unrecorded is None else unrecorded == "fail",
             )
             self.tally.resealed += golden.resealed
+            self.tally.unverified += golden.unverified
             if golden.resealed:
                 self.tally.ci_warnings.append(
                     f"{golden.shown}: edited since it was recorded; accepted and sealed anew "
                     "(--rollout-accept-edits)"
+                )
+            if golden.unverified:
+                self.tally.ci_warnings.append(
+                    f"{golden.shown}: does not match its receipt; replayed unverified "
+                    "(--rollout-unverified)"
                 )
         recorder = Recorder(run_path, redactor=redactor, max_file_bytes=budget, root=run_root)
         audit = None if self.plugin.audit is None else self.plugin.audit.sink
@@ -259,6 +267,7 @@ class TestRuns:
             if engine.used:
                 self._keep(item, session)
             self._count(engine.golden, session)
+            self._evidence(item, session)
         finally:
             del item.stash[SESSION_KEY]
         if engine.used and engine.mode in (Mode.RECORD, Mode.FULL):
@@ -313,10 +322,64 @@ class TestRuns:
             return
         if isinstance(golden.error, GoldenMissingError):
             self.tally.missing += 1
+        elif session.engine.fork is not None:
+            self.tally.forked += 1
         elif session.engine.compared is not None:
             self.tally.compared += 1
         elif golden.loaded and session.engine.replay_started:
             self.tally.not_compared += 1
+
+    def _evidence(self, item: pytest.Item, session: RolloutSession) -> None:
+        """Count what the replay matched, and leave its receipt beside the saved run."""
+        from ..session.replay_evidence import replay_evidence
+
+        try:
+            evidence = replay_evidence(session.engine)
+        except RolloutError as exc:  # never breaks the test: said in the summary
+            self.tally.problems.append(f"{item.nodeid}: its replay was not accounted: {exc}")
+            return
+        if evidence is None:
+            return
+        record = evidence.record
+        tally = self.tally
+        tally.turns_served += record.turns_served
+        tally.turns_recorded += record.turns_recorded
+        tally.calls_matched += record.calls_matched
+        tally.calls_recorded += record.calls_recorded
+        tally.diverged += evidence.diverged
+        wrote = self._write_evidence(item, session, record)
+        if self.config.get_verbosity() > 0:
+            tally.replays.append({"test": item.nodeid, "lines": record.lines(wrote)})
+
+    def _write_evidence(
+        self, item: pytest.Item, session: RolloutSession, record: ReplayRecord
+    ) -> list[str]:
+        """Write the replay receipt beside the saved run (nothing when no run was saved,
+        or it could not be); the paths written, as the user reads them."""
+        from ..format.loader import read_rollout_bytes
+        from ..store.replay_receipt import write_replay_receipt
+
+        recorder = session.recorder
+        stats = recorder.stats
+        if recorder.path is None or stats.leaked or stats.refused or stats.write_errors:
+            return []
+        run = Path(recorder.path)
+        redactor = self._redactor(item)
+        golden = session.engine.golden
+        assert golden is not None
+        try:
+            written = write_replay_receipt(
+                run,
+                read_rollout_bytes(run),
+                record,
+                replay_of=golden.receipt_digest,
+                redaction_mode=redactor.mode.value,
+                rules_sha256=redactor.rules_digest,
+            )
+        except (OSError, RolloutError) as exc:  # never breaks the test: said in the summary
+            self.tally.problems.append(f"{item.nodeid}: its replay receipt was not written: {exc}")
+            return []
+        return [self._display(run), self._display(written)]
 
     def _record_golden(self, item: pytest.Item, session: RolloutSession) -> None:
         report = item.stash.get(CALL_REPORT_KEY, None)

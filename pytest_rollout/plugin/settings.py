@@ -85,6 +85,7 @@ class Settings:
     redact_rules: tuple[Rule, ...] = ()
     redact_keys: tuple[str, ...] = ()
     accept_edits: bool = False
+    unverified: bool = False
     report_path: Path | None = None
     otel_path: Path | None = None
     #: ``--rollout-annotations``, or GitHub Actions' ``GITHUB_ACTIONS=true``.
@@ -175,6 +176,7 @@ class Settings:
             redact_rules=_redact_rules(config),
             redact_keys=_redact_keys(config),
             accept_edits=bool(config.getoption("rollout_accept_edits")),
+            unverified=_unverified(config),
             given_prices=_prices(config),
             given_analyzers=_analyzer_options(config),
             report_path=None if report is None else invocation / str(report),
@@ -191,6 +193,16 @@ class Settings:
             volatile=ini_volatile(config),
             float_digits=_float_digits(config),
         )
+
+
+def _unverified(config: pytest.Config) -> bool:
+    unverified = bool(config.getoption("rollout_unverified"))
+    if unverified and config.getoption("rollout_accept_edits"):
+        raise pytest.UsageError(
+            "--rollout-unverified and --rollout-accept-edits cannot be combined: an edited "
+            "golden is either replayed as it is, unsealed, or accepted and sealed anew"
+        )
+    return unverified
 
 
 def _fail_unrecorded(config: pytest.Config) -> bool:

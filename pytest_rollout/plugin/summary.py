@@ -35,6 +35,8 @@ def write_summary(
         tr.write_line(record_line(tally))
     for line in compare_lines(tally):  # a record of new goldens replays the others
         tr.write_line(line)
+    for line in replay_lines(tally):
+        tr.write_line(line)
     for line in _listed(tally.problems, ""):
         tr.write_line(line)
     for path in pruned:
@@ -44,6 +46,16 @@ def write_summary(
         for line in _listed([show(path) for path in unused], "  "):
             tr.write_line(line)
         tr.write_line("  (pytest --rollout-record over the whole suite removes them)")
+
+
+def replay_lines(tally: Tally) -> list[str]:
+    """Under ``-v``: each replayed test's account of its replay, in test order."""
+    lines: list[str] = []
+    for replay in sorted(tally.replays, key=lambda r: str(r["test"])):
+        told = [str(line) for line in replay["lines"]]
+        lines.append(f"{replay['test']}: {told[0]}" if told else str(replay["test"]))
+        lines.extend(told[1:])
+    return lines
 
 
 def _listed(lines: list[str], indent: str) -> list[str]:
@@ -72,18 +84,29 @@ def record_line(tally: Tally) -> str:
 
 
 def compare_lines(tally: Tally) -> list[str]:
-    """What replaying did: goldens compared, and every other thing that befell a golden
-    (none of these lines when nothing happened)."""
+    """What replaying did: goldens compared, how much of them matched, and every other thing
+    that befell a golden (none of these lines when nothing happened).
+
+    ``3 golden(s) compared: 9/9 turns served, 4/5 tool calls matched, 1 diverged``.
+    """
     parts = []
-    if tally.compared or tally.not_compared or tally.missing:
-        parts.append(f"{tally.compared} golden(s) compared")
+    if tally.compared or tally.not_compared or tally.missing or tally.forked:
+        parts.append(
+            f"{tally.compared} golden(s) compared: {tally.turns_served}/{tally.turns_recorded} "
+            f"turns served, {tally.calls_matched}/{tally.calls_recorded} tool calls matched, "
+            f"{tally.diverged} diverged"
+        )
     if tally.not_compared:
         parts.append(
             f"{tally.not_compared} replayed without a comparison "
             "(no assert rollout == golden, and nothing diverged)"
         )
+    if tally.forked:
+        parts.append(f"{tally.forked} forked from a golden (run on live, not compared)")
     if tally.missing:
         parts.append(f"{tally.missing} test(s) had no golden")
     if tally.resealed:
         parts.append(f"{tally.resealed} edited golden(s) accepted and sealed anew")
+    if tally.unverified:
+        parts.append(f"{tally.unverified} golden(s) replayed unverified (no matching receipt)")
     return [", ".join(parts)] if parts else []

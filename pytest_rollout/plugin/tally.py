@@ -29,8 +29,19 @@ class Tally:
     not_compared: int = 0
     #: Replaying tests that had no golden (each failed, naming the command that records it).
     missing: int = 0
+    #: Tests that forked their golden (``rollout.fork(step, override=...)``): not compared.
+    forked: int = 0
     #: Goldens edited since they were recorded, accepted and sealed anew.
     resealed: int = 0
+    #: Goldens replayed though no receipt vouched for them (``--rollout-unverified``).
+    unverified: int = 0
+    #: Over every replay: the golden's model turns served of those recorded, its tool
+    #: calls matched of those recorded, and the replays that diverged.
+    turns_served: int = 0
+    turns_recorded: int = 0
+    calls_matched: int = 0
+    calls_recorded: int = 0
+    diverged: int = 0
     #: What recording did with each passing test's run, by :class:`~pytest_rollout.store.
     #: golden_store.Kept` value.
     kept: Counter[str] = field(default_factory=Counter)
@@ -47,6 +58,8 @@ class Tally:
     #: JSON), and what else they warn of (a golden accepted after an edit).
     findings: list[dict[str, Any]] = field(default_factory=list)
     ci_warnings: list[str] = field(default_factory=list)
+    #: Under ``-v``: each replayed test's account of its replay (``test``, ``lines``).
+    replays: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """What a worker hands the controller at the end of its session."""
@@ -61,6 +74,7 @@ class Tally:
             "report": self.report,
             "findings": self.findings,
             "ci_warnings": self.ci_warnings,
+            "replays": self.replays,
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -72,6 +86,7 @@ class Tally:
         self.report.extend(data.get("report", ()))
         self.findings.extend(data.get("findings", ()))
         self.ci_warnings.extend(data.get("ci_warnings", ()))
+        self.replays.extend(data.get("replays", ()))
         self.owned.update(data.get("owned", ()))
         self.scopes.update(data.get("scopes", ()))
         theirs = bool(data.get("full_selection"))

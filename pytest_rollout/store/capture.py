@@ -30,6 +30,10 @@ once it is a day old (a younger one may be a run still in progress).
 
 Capture never changes a test's outcome: functions that touch the file system either never
 raise for an ``OSError`` (they skip and count) or say exactly what they raise.
+
+A session that is about to make the capture directory with redaction off (mode ``full``) is
+told so once, before any run is written (:func:`unredacted_note`): such a directory holds
+every run verbatim, secrets included.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from pathlib import Path
 from typing import Final
 
 from ..format.files import WriteRoot
+from ..safety.sanitize import sanitize
+from .receipt import RECEIPT_SUFFIX
 
 __all__ = [
     "ENV_VAR",
@@ -63,6 +69,7 @@ __all__ = [
     "is_run_id",
     "new_run_id",
     "resolve_root",
+    "unredacted_note",
     "usage",
 ]
 
@@ -150,6 +157,25 @@ def capture_root(root: Path) -> WriteRoot:
     """The capture directory as files are written under it: folders ``0700``, files
     ``0600``, no symbolic link below ``root`` followed (``root`` itself may be one)."""
     return WriteRoot(root, private=True)
+
+
+#: The redaction mode that writes everything as it is.
+_UNREDACTED: Final = "full"
+
+
+def unredacted_note(root: Path, redaction: str) -> str | None:
+    """The note a session gives once, as it starts, when the capture directory ``root`` does
+    not exist yet and its runs will be written with the redaction mode ``redaction`` set to
+    ``full``: the new directory will hold them unredacted. ``None`` otherwise (the directory
+    was there before, so whoever made it was told; or runs are redacted)."""
+    if redaction != _UNREDACTED or os.path.lexists(root):
+        return None
+    return (
+        f"pytest-rollout: note: the capture directory {sanitize(str(root))} is new, and with "
+        "redaction off (redaction mode full) it will keep every run unredacted: prompts, "
+        "answers, tool arguments and results, and any secret in them. Turn redaction on "
+        "with --rollout-redact=redacted or the rollout_redact ini key (docs/secrets.md)."
+    )
 
 
 # -- limits ---------------------------------------------------------------------------
@@ -394,6 +420,8 @@ class _Sweep:
             return False
         self.removed.append(f.path)
         self.freed += f.size
+        if not f.partial:
+            _remove_receipt(parent / f"{f.path.name}{RECEIPT_SUFFIX}")
         return True
 
     def rmdir(self, directory: Path) -> None:
@@ -432,6 +460,14 @@ class _Sweep:
                 self.rmdir(path)
 
 
+def _remove_receipt(path: Path) -> None:
+    """Remove the replay receipt of a run just deleted, when it left one (a regular file);
+    a receipt is a few hundred bytes and is not counted against the cap."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
+
+
 def enforce_retention(
     root: Path, limits: CaptureLimits, today: date, *, keep: Collection[Path] = ()
 ) -> Pruned:
@@ -447,7 +483,8 @@ def enforce_retention(
     a run in progress or cut short, once a day old; also ``.<run_id>.jsonl.<random>.partial``
     of older versions), directly inside a day
     directory (``YYYY-MM-DD``) directly inside ``root`` are deleted, never a path in
-    ``keep`` (the files of runs in progress). Symbolic links are never followed nor
+    ``keep`` (the files of runs in progress), each with its replay receipt
+    (``<run_id>.jsonl.receipt``) when it has one. Symbolic links are never followed nor
     deleted. Never raises ``OSError``: each one is counted in ``Pruned.errors``.
     """
     base = _resolved(root)

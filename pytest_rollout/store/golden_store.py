@@ -55,7 +55,10 @@ class LoadedGolden:
     ``shown`` is its path as the user reads it in a report; ``reference`` is the golden's
     run, read so that the test's run can be read like it at the verdict
     (:class:`~pytest_rollout.format.pair.Reference`). ``resealed``: it had been edited since
-    it was recorded, and was accepted and sealed anew (``accept_edits``).
+    it was recorded, and was accepted and sealed anew (``accept_edits``). ``unverified``: it
+    does not match its receipt (or has none) and is replayed as it is (``unverified``).
+    ``sha256`` is the digest of the bytes replayed, and ``receipt_digest`` the
+    ``body_sha256`` of the receipt that vouches for them (``None``: none does).
     """
 
     path: Path
@@ -63,6 +66,9 @@ class LoadedGolden:
     reference: Reference | None = None
     error: RolloutError | None = None
     resealed: bool = False
+    unverified: bool = False
+    sha256: str | None = None
+    receipt_digest: str | None = None
 
     @classmethod
     def of(cls, rollout: Rollout, path: str | Path = "golden.jsonl") -> LoadedGolden:
@@ -101,7 +107,8 @@ class GoldenStore:
     """The goldens under ``golden_dir`` and those that tests name by path.
 
     ``accept_edits``: a golden that no longer matches its receipt is replayed and sealed
-    anew, instead of refused. ``fail_unrecorded``: a dry replay of a golden with unrecorded
+    anew, instead of refused. ``unverified``: it is replayed as it is, unsealed, and every
+    report of its replay says so. ``fail_unrecorded``: a dry replay of a golden with unrecorded
     tool calls is refused (else a :class:`~pytest_rollout.errors.RolloutWarning` is
     issued and the tools run live). ``show`` renders a path for a message.
     """
@@ -111,11 +118,15 @@ class GoldenStore:
         golden_dir: Path,
         *,
         accept_edits: bool = False,
+        unverified: bool = False,
         fail_unrecorded: bool = True,
         show: Callable[[Path], str] = str,
     ) -> None:
+        if accept_edits and unverified:
+            raise ValueError("a golden is either sealed anew (accept_edits) or left unverified")
         self.golden_dir = golden_dir
         self.accept_edits = accept_edits
+        self.unverified = unverified
         self.fail_unrecorded = fail_unrecorded
         self.show = show
 
@@ -160,15 +171,26 @@ class GoldenStore:
         data = read_rollout_bytes(path)
         check = verify(path, data)
         edited = check.status is not ReceiptStatus.OK
-        if edited and not self.accept_edits:
+        if edited and not (self.accept_edits or self.unverified):
             raise GoldenEditedError(dataclasses.replace(check, golden=shown).message(test_id))
         reference = Reference.loads(data, path=str(path))  # a refused golden: never sealed
-        if edited:
-            seal = make_receipt(
+        receipt = check.receipt
+        if edited and self.unverified:
+            receipt = None
+        elif edited:
+            receipt = make_receipt(
                 data, redaction_mode=redactor.mode.value, rules_sha256=redactor.rules_digest
             )
-            write_receipt(path, seal)
-        return LoadedGolden(path, shown, reference, resealed=edited)
+            write_receipt(path, receipt)
+        return LoadedGolden(
+            path,
+            shown,
+            reference,
+            resealed=edited and self.accept_edits,
+            unverified=edited and self.unverified,
+            sha256=check.actual_sha256,
+            receipt_digest=None if receipt is None else receipt.digest(path.name),
+        )
 
     def _refuse_unrecorded(self, golden: LoadedGolden, test_id: str, fail: bool) -> None:
         """A golden whose tool calls were not recorded: a dry replay would run those tools

@@ -76,6 +76,9 @@ _FIELDS: Final = frozenset({"receipt", "file", "sha256", "bytes", "events", "for
 #: The digest of the receipt's own body: every other field, as compact JSON with sorted keys.
 #: A receipt written before it existed has none and is still read.
 _BODY_DIGEST: Final = "body_sha256"
+#: The fields only a replay receipt has (:mod:`~pytest_rollout.store.replay_receipt`): the
+#: golden receipt it replayed, and what the replay matched. Their values are checked there.
+_REPLAY_FIELDS: Final = frozenset({"replay_of", "replay"})
 _REDACTION_FIELDS: Final = frozenset({"mode", "rules_sha256"})
 
 
@@ -111,6 +114,8 @@ class Receipt:
     format: int
     redaction_mode: str
     rules_sha256: str
+    #: A replay receipt's ``replay_of`` and ``replay`` fields, as read (``None``: a golden's).
+    replay: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         problem = _problem(self)
@@ -129,12 +134,19 @@ class Receipt:
             "format": self.format,
             "redaction": {"mode": self.redaction_mode, "rules_sha256": self.rules_sha256},
         }
+        if self.replay is not None:
+            obj.update(self.replay)
         try:
             obj[_BODY_DIGEST] = _body_digest(obj)
             text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError as exc:  # a file name that is not valid Unicode
             raise ReceiptError(name, f"cannot write a receipt for this file name: {exc}") from None
         return text + b"\n"
+
+    def digest(self, name: str) -> str:
+        """The ``body_sha256`` this receipt has when written for the file called ``name``:
+        what a replay receipt names as the golden receipt it replayed."""
+        return str(orjson.loads(self.to_bytes(name))[_BODY_DIGEST])
 
     @classmethod
     def parse(cls, data: builtins.bytes, path: str, *, file: str | None = None) -> Receipt:
@@ -152,7 +164,12 @@ class Receipt:
         _check_version(obj.get("receipt"), path)
         written = _BODY_DIGEST in obj
         digest = obj.pop(_BODY_DIGEST, None)
-        _exact_fields(obj, _FIELDS, "", path)
+        replay = {key: obj[key] for key in _REPLAY_FIELDS & obj.keys()}
+        _exact_fields(obj, _FIELDS | replay.keys(), "", path)
+        if replay and replay.keys() != _REPLAY_FIELDS:
+            raise ReceiptError(path, f"missing field {min(_REPLAY_FIELDS - replay.keys())!r}")
+        if replay and not written:
+            raise ReceiptError(path, f"a replay receipt must carry its {_BODY_DIGEST}")
         if written and digest != _body_digest(obj):
             raise ReceiptError(
                 path,
@@ -170,6 +187,7 @@ class Receipt:
                 format=obj["format"],
                 redaction_mode=redaction["mode"],
                 rules_sha256=redaction["rules_sha256"],
+                replay=replay or None,
             )
         except ValueError as exc:
             raise ReceiptError(path, str(exc)) from None

@@ -230,4 +230,6 @@ def test_a_documented_framework_test_records_checks_and_replays_offline(
     monkeypatch.setenv("MODEL_OFFLINE", "1")
     result = run(*args, "-o", "rollout_network=sealed")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["1 golden(s) compared"])
+    result.stdout.fnmatch_lines(
+        ["1 golden(s) compared: *turns served, *tool calls matched, 0 diverged"]
+    )

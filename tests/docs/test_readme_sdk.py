@@ -86,4 +86,6 @@ def test_the_documented_sdk_tests_record_and_replay_offline(
     monkeypatch.setenv("MODEL_OFFLINE", "1")
     result = pytester.runpytest_inprocess(*args)
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["4 golden(s) compared"])
+    result.stdout.fnmatch_lines(
+        ["4 golden(s) compared: 8/8 turns served, 4/4 tool calls matched, 0 diverged"]
+    )

@@ -37,7 +37,12 @@ def test_unchanged_run_passes_without_live_calls(
 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["rollout: compare against golden/ (dry replay)"])
-    result.stdout.fnmatch_lines(["*= rollout =*", "1 golden(s) compared"])
+    result.stdout.fnmatch_lines(
+        [
+            "*= rollout =*",
+            "1 golden(s) compared: 2/2 turns served, 2/2 tool calls matched, 0 diverged",
+        ]
+    )
     assert live_calls(pytester) == []
 
 
@@ -78,7 +83,10 @@ def test_full_mode_calls_the_live_provider_but_never_the_tools(
     result.stdout.fnmatch_lines(["rollout: compare against golden/ (full replay)"])
     # test_unchanged replays its golden without asserting on it: said, not counted compared.
     result.stdout.fnmatch_lines(
-        ["1 golden(s) compared, 1 replayed without a comparison (no assert rollout == golden*"]
+        [
+            "1 golden(s) compared: 3/4 turns served, 2/4 tool calls matched, 1 diverged, "
+            "1 replayed without a comparison (no assert rollout == golden*"
+        ]
     )
     # Two live turns for the unchanged agent, one for the changed agent, whose changed
     # tool call then fails the test and does not run live in place of the recording.

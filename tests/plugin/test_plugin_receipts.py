@@ -78,7 +78,10 @@ def test_accepting_edits_compares_against_the_edited_golden_and_seals_it(
     result = run(project, (), "--rollout-accept-edits")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["1 golden(s) compared, 1 edited golden(s) accepted and sealed anew"]
+        [
+            "1 golden(s) compared: 2/2 turns served, 2/2 tool calls matched, 0 diverged, "
+            "1 edited golden(s) accepted and sealed anew"
+        ]
     )
     assert verify(golden).status is ReceiptStatus.OK
     run(project, ()).assert_outcomes(passed=1)

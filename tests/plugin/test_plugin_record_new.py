@@ -27,7 +27,7 @@ def test_only_tests_without_a_golden_are_recorded(pytester: pytest.Pytester) -> 
             "rollout: record new goldens to golden/, replay the others (dry replay)",
             "*= rollout =*",
             "1 golden(s) written (1 created, 0 updated), 0 unchanged",
-            "1 golden(s) compared",
+            "1 golden(s) compared: 2/2 turns served, 2/2 tool calls matched, 0 diverged",
         ]
     )
     assert (pytester.path / "golden/test_added/test_weather.jsonl").is_file()

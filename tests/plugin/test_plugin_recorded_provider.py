@@ -34,7 +34,9 @@ def test_recorded_provider_replays_the_golden_turns(pytester: pytest.Pytester) -
     result = run(pytester, ())
 
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["1 golden(s) compared"])
+    result.stdout.fnmatch_lines(
+        ["1 golden(s) compared: 1/1 turns served, 0/0 tool calls matched, 0 diverged"]
+    )
     assert live_calls(pytester) == []
 
 

@@ -67,8 +67,8 @@ TOOL_CALL_MISMATCH_REPORT = [
     "steps (golden 2 vs this run",
     "    1)",
     "Cost: golden $0.0008, this run $0.00025 (-$0.00055)",
-    "Fork the conversation from the last good step (0):",
-    "  rollout fork golden/test_weather/test_weather.jsonl --step 0",
+    "Fork the conversation from the last good event (step 1's model turn):",
+    "  rollout fork golden/test_weather/test_weather.jsonl --step 1",
     "This run was saved; compare it with its golden:",
     "  rollout diff golden/test_weather/test_weather.jsonl "
     ".pytest_cache/d/rollout/runs/test_weather/test_weather.jsonl",
@@ -92,7 +92,7 @@ def test_tool_call_mismatch_report_is_pinned(
             *([] if not xdist else ["[[]gw?[]] *"]),
             *(literal(line) for line in TOOL_CALL_MISMATCH_REPORT),
             "*= rollout =*",
-            "1 golden(s) compared",
+            "1 golden(s) compared: 1/2 turns served, 0/2 tool calls matched, 1 diverged",
         ],
         consecutive=True,
     )

@@ -46,7 +46,10 @@ def test_a_test_with_no_golden_is_said_and_not_counted_compared(
 
     result.assert_outcomes(passed=1, failed=1)
     summary = result.outlines[result.outlines.index("=" * 35 + " rollout " + "=" * 36) + 1 :]
-    assert summary[0] == "1 golden(s) compared, 1 test(s) had no golden"
+    assert (
+        summary[0] == "1 golden(s) compared: 2/2 turns served, 2/2 tool calls matched, 0 diverged, "
+        "1 test(s) had no golden"
+    )
 
 
 def test_a_golden_ref_of_another_file_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -87,5 +87,8 @@ def test_the_opt_out_lets_an_early_stop_pass(
     result.assert_outcomes(passed=2)
     # Neither test asserts rollout == golden: both replayed, neither compared.
     result.stdout.fnmatch_lines(
-        ["0 golden(s) compared, 2 replayed without a comparison (no assert rollout == golden*"]
+        [
+            "0 golden(s) compared: 2/4 turns served, 4/4 tool calls matched, 0 diverged, "
+            "2 replayed without a comparison (no assert rollout == golden*"
+        ]
     )

@@ -61,7 +61,7 @@ def test_unused_goldens_are_listed_then_removed_by_a_full_record(
     compared.assert_outcomes(passed=3)
     compared.stdout.fnmatch_lines(
         [
-            "3 golden(s) compared",
+            "3 golden(s) compared: 6/6 turns served, 6/6 tool calls matched, 0 diverged",
             "2 unused golden(s): no collected test owns them",
             "  golden/test_a/test_renamed.jsonl",
             "  golden/test_deleted/deep/test_gone.jsonl",

@@ -120,4 +120,6 @@ def test_a_suite_whose_agent_sorts_a_tool_result_in_place_replays(
     pytester.runpytest_inprocess(*args, "--rollout-record").assert_outcomes(passed=1)
     result = pytester.runpytest_inprocess(*args, "--rollout-compare=golden/")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["1 golden(s) compared"])
+    result.stdout.fnmatch_lines(
+        ["1 golden(s) compared: 2/2 turns served, 1/1 tool calls matched, 0 diverged"]
+    )

@@ -341,6 +341,19 @@ def test_retention_leaves_user_files_and_kept_runs_in_old_dirs(tmp_path: Path) -
     assert not_a_day.exists()
 
 
+def test_a_run_removed_takes_its_replay_receipt_along(tmp_path: Path) -> None:
+    limits = CaptureLimits(max_total_bytes=None, retention_days=1)
+    old = run_file(tmp_path, "2026-01-01", rid(0), 7)
+    receipt = put(tmp_path, "2026-01-01", f"{old.name}.receipt", 3)
+    stray = put(tmp_path, "2026-01-01", f"{rid(1)}.jsonl.receipt", 3)  # of no run removed
+
+    pruned = enforce_retention(tmp_path, limits, TODAY)
+
+    assert pruned.removed == (old,)
+    assert not receipt.exists()
+    assert stray.exists()
+
+
 def test_retention_off_removes_nothing(tmp_path: Path) -> None:
     old = run_file(tmp_path, "1999-01-01", rid(0), 7)
     assert enforce_retention(tmp_path, NO_LIMITS, TODAY) == Pruned((), 0, 0)
