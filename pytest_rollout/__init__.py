@@ -4,11 +4,18 @@ The public names are listed in ``__all__``. Each is imported on first use (PEP 5
 that loading the pytest plugin, which every test run does, does not import the whole
 library; ``from pytest_rollout import X`` works as usual, and type checkers see the
 imports below.
+
+One name is also the name of a subpackage: ``replay``, the function that replays a golden
+outside pytest, and ``pytest_rollout/replay/``, the package of replay's modules. Importing a
+subpackage binds its name on the package, which would hide the function, so the package's
+module object keeps ``replay`` as a property of its own (:class:`_Package`).
 """
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from .errors import RolloutError as RolloutError
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
     from .sdk.pricing import Price as Price
     from .sdk.wire import WireFormatError as WireFormatError
     from .session import RolloutSession as RolloutSession
+    from .session.standalone import replay as replay
+    from .session.standalone import verdict_text as verdict_text
     from .store.audit import AuditError as AuditError
     from .store.golden import GoldenEditedError as GoldenEditedError
     from .store.golden import GoldenMissingError as GoldenMissingError
@@ -103,9 +112,11 @@ __all__ = [
     "compare",
     "load",
     "loads",
+    "replay",
     "sanitize",
     "score",
     "summarize",
+    "verdict_text",
 ]
 
 #: Where each lazily imported public name lives.
@@ -151,6 +162,7 @@ _LAZY: Final = {
     "sanitize": ".safety.sanitize",
     "score": ".diff.score",
     "summarize": ".diff.score",
+    "verdict_text": ".session.standalone",
 }
 
 
@@ -165,3 +177,47 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+class _ReplayEntry:
+    """``pytest_rollout.replay``: call it to replay a golden outside pytest
+    (:func:`pytest_rollout.session.standalone.replay`, docs/replay.md); its attributes are
+    those of the package ``pytest_rollout.replay``, so a dotted path through it (what
+    ``monkeypatch.setattr`` and ``unittest.mock.patch`` resolve) still reaches its modules."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return import_module(".session.standalone", __name__).replay(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(import_module(".replay", __name__), name)
+
+    @property
+    def __signature__(self) -> Any:  # what help() and a notebook show of the call
+        from inspect import signature  # noqa: PLC0415  (only help() pays for it)
+
+        return signature(import_module(".session.standalone", __name__).replay)
+
+    def __repr__(self) -> str:
+        return "<function pytest_rollout.replay>"
+
+
+_REPLAY: Final = _ReplayEntry()
+
+
+class _Package(ModuleType):
+    """The package's module object: ``replay`` stays the function when the subpackage of the
+    same name is imported (the import system's binding of it is let go: the subpackage is in
+    ``sys.modules`` all the same)."""
+
+    @property
+    def replay(self) -> Any:
+        return _REPLAY
+
+    @replay.setter
+    def replay(self, value: Any) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package

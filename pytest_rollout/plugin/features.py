@@ -4,6 +4,7 @@ the capture directory, the audit trail, the HTML report and the pruning of unuse
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -12,7 +13,7 @@ import pytest
 
 from ..format.files import atomic_write
 from ..store.audit import AuditTrailSink
-from ..store.capture import Budget, capture_path, enforce_retention, usage
+from ..store.capture import Budget, capture_path, enforce_retention, unredacted_note, usage
 from ..store.golden import prune_empty_dirs
 from ..store.receipt import receipt_path
 from ..view.session_report import ReportItem, render_session_report
@@ -32,10 +33,14 @@ class CapturePlugin:
         self.config = config
         self.root = root
         self.limits = settings.capture_limits
+        self.redaction = settings.redaction_name
         self.budget: Budget | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if not is_worker(self.config):  # once, in the main process
+            note = unredacted_note(self.root, self.redaction)  # before any run makes it
+            if note is not None:
+                sys.stderr.write(f"{note}\n")
             enforce_retention(self.root, self.limits, datetime.now(UTC).date())
         self.budget = Budget(self.root, self.limits, usage(self.root))
 
