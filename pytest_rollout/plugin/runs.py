@@ -353,22 +353,22 @@ class TestRuns:
 
     def _write_evidence(
         self, item: pytest.Item, session: RolloutSession, record: ReplayRecord
-    ) -> list[str]:
+    ) -> str | None:
         """Write the replay receipt beside the saved run (nothing when no run was saved,
-        or it could not be); the paths written, as the user reads them."""
+        or it could not be); the run's path as the user reads it, once written."""
         from ..format.loader import read_rollout_bytes
         from ..store.replay_receipt import write_replay_receipt
 
         recorder = session.recorder
         stats = recorder.stats
         if recorder.path is None or stats.leaked or stats.refused or stats.write_errors:
-            return []
+            return None
         run = Path(recorder.path)
         redactor = self._redactor(item)
         golden = session.engine.golden
         assert golden is not None
         try:
-            written = write_replay_receipt(
+            write_replay_receipt(
                 run,
                 read_rollout_bytes(run),
                 record,
@@ -378,8 +378,8 @@ class TestRuns:
             )
         except (OSError, RolloutError) as exc:  # never breaks the test: said in the summary
             self.tally.problems.append(f"{item.nodeid}: its replay receipt was not written: {exc}")
-            return []
-        return [self._display(run), self._display(written)]
+            return None
+        return self._display(run)
 
     def _record_golden(self, item: pytest.Item, session: RolloutSession) -> None:
         report = item.stash.get(CALL_REPORT_KEY, None)

@@ -54,6 +54,7 @@ __all__ = [
     "ReceiptStatus",
     "Verification",
     "count_events",
+    "exact_fields",
     "make_receipt",
     "receipt_path",
     "short_digest",
@@ -165,7 +166,7 @@ class Receipt:
         written = _BODY_DIGEST in obj
         digest = obj.pop(_BODY_DIGEST, None)
         replay = {key: obj[key] for key in _REPLAY_FIELDS & obj.keys()}
-        _exact_fields(obj, _FIELDS | replay.keys(), "", path)
+        exact_fields(obj, _FIELDS | replay.keys(), "", path)
         if replay and replay.keys() != _REPLAY_FIELDS:
             raise ReceiptError(path, f"missing field {min(_REPLAY_FIELDS - replay.keys())!r}")
         if replay and not written:
@@ -290,7 +291,9 @@ def _no_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
 
 
-def _exact_fields(obj: dict[str, Any], wanted: frozenset[str], prefix: str, path: str) -> None:
+def exact_fields(obj: dict[str, Any], wanted: frozenset[str], prefix: str, path: str) -> None:
+    """Refuse ``obj`` (a field of the receipt at ``path``, named by ``prefix``) unless it
+    has exactly the fields ``wanted``."""
     missing = sorted(wanted - obj.keys())
     if missing:
         raise ReceiptError(path, f"missing field {prefix + missing[0]!r}")
@@ -321,7 +324,7 @@ def _check_file(name: object, file: str | None, path: str) -> None:
 def _redaction_object(redaction: object, path: str) -> dict[str, Any]:
     if not isinstance(redaction, dict):
         raise ReceiptError(path, _field_problem("redaction", "an object", redaction))
-    _exact_fields(redaction, _REDACTION_FIELDS, "redaction.", path)
+    exact_fields(redaction, _REDACTION_FIELDS, "redaction.", path)
     return redaction
 
 

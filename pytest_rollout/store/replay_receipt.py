@@ -35,9 +35,11 @@ from ..format.loader import loads, read_rollout_bytes
 from ..replay.recorded import Recording
 from ..safety.sanitize import sanitize
 from .receipt import (
+    RECEIPT_SUFFIX,
     Receipt,
     ReceiptError,
     ReceiptStatus,
+    exact_fields,
     make_receipt,
     receipt_path,
     short_digest,
@@ -163,9 +165,10 @@ class ReplayRecord:
             raise ReceiptError(path, "it says more tool calls matched than were recorded")
         return record
 
-    def lines(self, wrote: Sequence[str] = ()) -> list[str]:
+    def lines(self, wrote: str | None = None) -> list[str]:
         """The replay in the words of a replay log: what it replayed, whether the golden
-        was verified, how much matched, and what diverged."""
+        was verified, how much matched, what diverged, and the saved run (``wrote``) its
+        receipt was written beside."""
         recording = (
             "recording verified against receipt"
             if self.verified
@@ -184,8 +187,8 @@ class ReplayRecord:
             lines.append(f"  divergence: {d.kind} at step {d.step} ({d.attribution})")
         if len(self.divergences) > 3:
             lines.append(f"  ... and {len(self.divergences) - 3} more divergence(s)")
-        if wrote:
-            lines.append("  wrote " + ", ".join(sanitize(w) for w in wrote))
+        if wrote is not None:
+            lines.append(f"  wrote {sanitize(wrote)} and its replay receipt (+{RECEIPT_SUFFIX})")
         return lines
 
 
@@ -370,12 +373,7 @@ def _shown(path: Path) -> str:
 def _object(obj: object, name: str, wanted: frozenset[str], path: str) -> Mapping[str, Any]:
     if not isinstance(obj, dict):
         raise ReceiptError(path, f'field "{name}" must be an object')
-    missing = sorted(wanted - obj.keys())
-    if missing:
-        raise ReceiptError(path, f'missing field "{name}.{missing[0]}"')
-    extra = sorted(obj.keys() - wanted)
-    if extra:
-        raise ReceiptError(path, f'unexpected field "{name}.{sanitize(extra[0])}"')
+    exact_fields(obj, wanted, f"{name}.", path)
     return obj
 
 

@@ -51,7 +51,7 @@ def test_a_matching_replay_says_what_it_matched_and_leaves_a_receipt(
             "  recording verified against receipt  turns 2/2  calls matched 2/2",
             "  replay trajectory sha256:????????????…  identical=True",
             "  no divergence",
-            f"  wrote {RUN}, {RUN}.receipt",
+            f"  wrote {RUN} and its replay receipt (+.receipt)",
         ]
     )
     receipt = receipt_of(recorded.path)
