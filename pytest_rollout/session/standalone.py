@@ -34,6 +34,7 @@ from ..diff.drift import Verdict
 from ..diff.report import render_verdict
 from ..diff.volatile import BUILTIN, parse_declared
 from ..errors import RolloutError, RolloutWarning
+from ..format.loader import read_rollout_bytes
 from ..format.recorder import Recorder
 from ..replay.mode import Mode
 from ..replay.seal import NetworkPolicy, NetworkSeal, RolloutNetworkError
@@ -41,6 +42,8 @@ from ..safety.redact import RedactionMode, Redactor
 from ..safety.sanitize import sanitize
 from ..store.golden import GoldenMissingError
 from ..store.golden_store import GoldenStore, LoadedGolden
+from ..store.replay_receipt import write_replay_receipt
+from .replay_evidence import replay_evidence
 from .rollout import RolloutSession
 from .setup import RunSetup
 
@@ -64,6 +67,7 @@ def replay(
     allow_hosts: Iterable[str] = (),
     save: str | os.PathLike[str] | None = None,
     test_id: str | None = None,
+    unverified: bool = False,
 ) -> StandaloneReplay:
     """Replay the golden at ``golden`` outside pytest: ``with replay(path) as rollout:``
     gives the ``rollout`` object a test gets, and ``rollout.verdict()`` its verdict once the
@@ -78,8 +82,11 @@ def replay(
     name, or a :class:`~pytest_rollout.Redactor` with your rules), which should be the one
     the golden was recorded with. ``network`` and ``allow_hosts``: what a dry replay lets
     through (as ``rollout_network`` and ``rollout_allow_hosts``). ``save``: the file the
-    run is kept in. ``test_id``: the test the golden belongs to, named in the fix commands
-    of a refused golden (default: the run is named after the golden's own test).
+    run is kept in, with its replay receipt beside it. ``unverified``: a golden whose
+    receipt is missing or does not match is replayed as it is (as
+    ``--rollout-unverified``), instead of refused. ``test_id``: the test the golden
+    belongs to, named in the fix commands of a refused golden (default: the run is named
+    after the golden's own test).
 
     A bad keyword raises :class:`~pytest_rollout.RolloutError` here; the golden is opened
     when the block is entered.
@@ -94,6 +101,7 @@ def replay(
         allow_hosts=_hosts(allow_hosts),
         save=None if save is None else Path(os.fspath(save)),
         test_id=test_id,
+        unverified=unverified,
     )
 
 
@@ -131,6 +139,7 @@ class StandaloneReplay:
         allow_hosts: tuple[str, ...],
         save: Path | None,
         test_id: str | None,
+        unverified: bool = False,
     ) -> None:
         self.golden = golden
         self.mode = mode
@@ -141,6 +150,7 @@ class StandaloneReplay:
         self.allow_hosts = allow_hosts
         self.save = save
         self.test_id = test_id
+        self.unverified = unverified
         #: The run, once the block was entered.
         self.session: RolloutSession | None = None
         self._seal: NetworkSeal | None = None
@@ -172,7 +182,7 @@ class StandaloneReplay:
 
     def _open(self) -> LoadedGolden:
         """The golden as the store opens it for a test, or the error a test fails with."""
-        store = GoldenStore(self.golden.parent)
+        store = GoldenStore(self.golden.parent, unverified=self.unverified)
         test = self.test_id or _SOME_TEST
         golden = store.open(self.golden, self.mode, test_id=test, redactor=self.redactor)
         error = golden.error
@@ -198,7 +208,8 @@ class StandaloneReplay:
             self._seal.__exit__(kind, error, traceback)
             self._seal = None
         session.close()
-        self._say_unsaved(session.recorder)
+        if self._say_unsaved(session.recorder):
+            self._leave_receipt(session)
         if self.mode is Mode.FULL and session.engine.used:
             unrecorded = session.unrecorded_tools()
             if unrecorded is not None:
@@ -212,10 +223,31 @@ class StandaloneReplay:
             return False
         return caused_by_divergence(error)
 
-    def _say_unsaved(self, recorder: Recorder) -> None:
-        """Say when the run asked to be saved was not, or not whole."""
+    def _leave_receipt(self, session: RolloutSession) -> None:
+        """Write the saved run's replay receipt (docs/replay.md, what a replay leaves); a
+        failure is a warning, never the block's error."""
+        assert self.save is not None
+        golden = session.engine.golden
+        try:
+            evidence = replay_evidence(session.engine)
+            if evidence is None or golden is None:
+                return
+            write_replay_receipt(
+                self.save,
+                read_rollout_bytes(self.save),
+                evidence.record,
+                replay_of=golden.receipt_digest,
+                redaction_mode=self.redactor.mode.value,
+                rules_sha256=self.redactor.rules_digest,
+            )
+        except (OSError, RolloutError) as exc:
+            text = f"the replay receipt of {sanitize(str(self.save))} was not written: {exc}"
+            warnings.warn(RolloutWarning(text), stacklevel=3)
+
+    def _say_unsaved(self, recorder: Recorder) -> bool:
+        """Say when the run asked to be saved was not, or not whole; whether it was saved."""
         if self.save is None:
-            return
+            return False
         stats = recorder.stats
         shown = sanitize(str(self.save))
         problem = None
@@ -229,9 +261,11 @@ class StandaloneReplay:
             warnings.warn(
                 RolloutWarning(f"the run was not saved to {shown}: {problem}"), stacklevel=3
             )
-        elif stats.cut_from_file:
+            return False
+        if stats.cut_from_file:
             text = f"{shown} was cut: {stats.cut_from_file} line(s) left out"
             warnings.warn(RolloutWarning(text), stacklevel=3)
+        return True
 
 
 # -- the keywords, checked ------------------------------------------------------------------

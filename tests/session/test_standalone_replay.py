@@ -40,6 +40,7 @@ from pytest_rollout import (
 from pytest_rollout.session import Mode
 from pytest_rollout.session.standalone import StandaloneReplay
 from pytest_rollout.store.golden_store import GoldenStore, Kept
+from pytest_rollout.store.replay_receipt import check_replay
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 #: A golden of the bundled example agent, committed with its receipt.
@@ -167,6 +168,38 @@ def test_the_run_is_saved_where_asked_and_the_report_names_it(
         "This run was saved; compare it with its golden:",
         f"  rollout diff {shlex.quote(str(lyon))} {saved}",
     ]
+
+
+def test_a_saved_run_gets_a_replay_receipt_that_checks(lyon: Path, tmp_path: Path) -> None:
+    saved = tmp_path / "runs" / "lyon.jsonl"
+    with replay(lyon, save=saved) as rollout:
+        weather_run(rollout)
+
+    check = check_replay(saved)
+
+    assert check.ok, check.problems
+    assert check.record is not None
+    assert check.record.verified
+    assert check.record.identical
+    assert (check.record.turns_served, check.record.turns_recorded) == (2, 2)
+
+
+def test_unverified_replays_an_edited_golden_and_its_receipt_says_so(
+    lyon: Path, tmp_path: Path
+) -> None:
+    receipt = Path(f"{lyon}.receipt").read_bytes()
+    lyon.write_bytes(lyon.read_bytes().replace(b"Lyon", b"Lyom", 1))
+    saved = tmp_path / "runs" / "lyon.jsonl"
+
+    with replay(lyon, save=saved, unverified=True) as rollout:
+        weather_run(rollout)
+
+    assert rollout.verdict().unverified
+    assert Path(f"{lyon}.receipt").read_bytes() == receipt  # nothing sealed
+    check = check_replay(saved)
+    assert check.ok, check.problems
+    assert check.record is not None
+    assert not check.record.verified
 
 
 def test_ignore_leaves_a_field_out_of_the_comparison(lyon: Path) -> None:
