@@ -47,7 +47,10 @@ def replay_evidence(engine: Engine) -> ReplayEvidence | None:
     recording = replay.recording
     calls = [call for step in recording.calls.values() for call in step]
     options = engine.setup.options
-    digests = trajectory_digests(golden.rollout.events, engine.events(), options)
+    identical = verdict.comparison.identical
+    digests = trajectory_digests(
+        golden.rollout.events, engine.events(), options, identical=identical
+    )
     record = ReplayRecord(
         mode=engine.mode.value,
         golden=golden.shown,
@@ -60,7 +63,7 @@ def replay_evidence(engine: Engine) -> ReplayEvidence | None:
         divergences=tuple(
             ReplayDivergence(d.kind.value, d.step, d.attribution) for d in verdict.report.leading
         ),
-        identical=verdict.comparison.identical,
+        identical=identical,
         canonical_golden=digests[0],
         canonical_run=digests[1],
         options=options_fingerprint(options),

@@ -203,12 +203,16 @@ def canonical_digest(events: Iterable[Event], options: CanonicalOptions) -> str:
 
 
 def trajectory_digests(
-    golden: Sequence[Event], run: Sequence[Event], options: CanonicalOptions
+    golden: Sequence[Event], run: Sequence[Event], options: CanonicalOptions, *, identical: bool
 ) -> tuple[str, str]:
-    """The canonical digests of a golden and of a run replayed from it, the run's call ids
-    named as the golden's first (as the comparison does): a run that compares equal to its
-    golden has its golden's digest."""
-    return canonical_digest(golden, options), canonical_digest(align_call_ids(golden, run), options)
+    """The canonical digests of a golden and of a run replayed from it (``identical``: the
+    two compare equal). A run that compares equal to its golden has its golden's digest, so
+    it is not canonicalized again; another is, its call ids named as the golden's first (as
+    the comparison does)."""
+    digest = canonical_digest(golden, options)
+    if identical:
+        return digest, digest
+    return digest, canonical_digest(align_call_ids(golden, run), options)
 
 
 def options_fingerprint(options: CanonicalOptions) -> str:
@@ -352,12 +356,12 @@ def _trajectory_problems(
         )
         return []
     run_events = loads(read_rollout_bytes(run), path=str(run)).events
-    digests = trajectory_digests(golden_events, run_events, options)
-    if digests != (record.canonical_golden, record.canonical_run):
-        return ["the canonical trajectories are not the ones the receipt names"]
     identical = compare(golden_events, run_events, options).identical
     if identical != record.identical:
         return [f"the receipt says identical={record.identical}, the runs say {identical}"]
+    digests = trajectory_digests(golden_events, run_events, options, identical=identical)
+    if digests != (record.canonical_golden, record.canonical_run):
+        return ["the canonical trajectories are not the ones the receipt names"]
     checked.append(f"canonical trajectories recomputed: identical={identical}")
     return []
 

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from pytest_rollout.diff.canonical import DEFAULT_OPTIONS
+from pytest_rollout.diff.compare import compare
 from pytest_rollout.format.loader import load
 from pytest_rollout.store.receipt import make_receipt, receipt_path, write_receipt
 from pytest_rollout.store.replay_receipt import (
@@ -46,7 +47,8 @@ def replayed(tmp_path: Path, run_bytes: bytes | None = None) -> tuple[Path, Path
     run.write_bytes(GOLDEN.read_bytes() if run_bytes is None else run_bytes)
     golden_events, run_events = load(golden).events, load(run).events
     turns, calls = recorded_counts(golden_events)
-    digests = trajectory_digests(golden_events, run_events, DEFAULT_OPTIONS)
+    identical = compare(golden_events, run_events, DEFAULT_OPTIONS).identical
+    digests = trajectory_digests(golden_events, run_events, DEFAULT_OPTIONS, identical=identical)
     record = ReplayRecord(
         mode="dry",
         golden=str(golden),
@@ -57,7 +59,7 @@ def replayed(tmp_path: Path, run_bytes: bytes | None = None) -> tuple[Path, Path
         calls_matched=calls,
         calls_recorded=calls,
         divergences=(),
-        identical=digests[0] == digests[1],
+        identical=identical,
         canonical_golden=digests[0],
         canonical_run=digests[1],
         options=options_fingerprint(DEFAULT_OPTIONS),
