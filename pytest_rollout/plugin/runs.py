@@ -141,20 +141,34 @@ class TestRuns:
         """The test's golden: under the golden folder, or the file ``golden=`` names by a
         path (one with a ``/`` or a ``.jsonl`` suffix), relative to the test file's folder
         and inside the project (an imported incident, kept beside its test)."""
+        path = self._named_by_path(item)
+        if path is not None:
+            return named_golden(self.config.rootpath, item.path.parent, path)
         marker = item.get_closest_marker("rollout")
         name = marker.kwargs.get("golden") if marker else None
-        if isinstance(name, str) and ("/" in name or name.endswith(SUFFIX)):
-            return named_golden(self.config.rootpath, item.path.parent, name)
         return golden_path(
             self.settings.golden_dir, item.nodeid, name, redact_name=self._redact_name(item)
         )
 
-    def _mode_for(self, marker: MarkerOptions, path: Path) -> Mode:
+    @staticmethod
+    def _named_by_path(item: pytest.Item) -> str | None:
+        """The golden the test's marker names by a path (``golden=`` with a ``/`` or a
+        ``.jsonl`` suffix), if it does."""
+        marker = item.get_closest_marker("rollout")
+        name = marker.kwargs.get("golden") if marker else None
+        if isinstance(name, str) and ("/" in name or name.endswith(SUFFIX)):
+            return name
+        return None
+
+    def _mode_for(self, marker: MarkerOptions, path: Path, *, named: bool) -> Mode:
         s = self.settings
         if not marker.replay:
             # Deterministic fakes: run live in every mode, and never read or write a golden.
             return Mode.LIVE
-        if s.mode is Mode.RECORD and not (s.record_new and path.exists()):
+        # A golden named by path (an imported incident, another test's golden to fork) is
+        # never written by a record run: while it exists, the test replays it instead of
+        # running its agent live for nothing.
+        if s.mode is Mode.RECORD and not ((s.record_new or named) and path.exists()):
             return Mode.RECORD
         return marker.mode or (s.replay_mode if s.mode is Mode.RECORD else s.mode)
 
@@ -189,7 +203,7 @@ class TestRuns:
         marker = self.marker_for(item)
         hooks = self.hooks_for(item)
         path = self.golden_for(item)
-        mode = self._mode_for(marker, path)
+        mode = self._mode_for(marker, path, named=self._named_by_path(item) is not None)
         redactor = self._redactor(item)
         run_id = new_run_id()
         run_path, budget, run_root = self._run_path(path, run_id)

@@ -50,3 +50,11 @@ def test_an_imported_trace_replays_as_a_golden(
     failed = pytester.runpytest_inprocess(*args)
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(["*step 1*"])
+    # A record run never rewrites the incident: it replays it, and the change still fails.
+    before = incident.read_bytes()
+    recorded = pytester.runpytest_inprocess(*args, "--rollout-record")
+    recorded.assert_outcomes(failed=1)
+    recorded.stdout.fnmatch_lines(["*step 1*"])
+    monkeypatch.delenv("AGENT_CHANGE")
+    pytester.runpytest_inprocess(*args, "--rollout-record").assert_outcomes(passed=1)
+    assert incident.read_bytes() == before

@@ -261,3 +261,29 @@ def test_a_fork_that_cannot_be_made_fails_saying_why(project: pytest.Pytester, t
     result.stdout.fnmatch_lines([FAILURES[test]])
     if test in ("test_unknown_call", "test_past_the_end"):  # refused before the agent ran
         assert live_calls(project) == []
+
+
+def test_a_record_run_replays_a_fork_test_from_the_golden_it_names(
+    project: pytest.Pytester,
+) -> None:
+    golden = project.path / "golden" / "test_research" / "test_research.jsonl"
+    before = golden.read_bytes()
+
+    result = record(
+        project,
+        "test_research.py::test_research",
+        "test_research.py::test_what_if_lookup_said_otherwise",
+    )
+
+    # The golden's own test is recorded again (unchanged); the fork test names that golden by
+    # path, which a record run never writes, so it replays it rather than failing for want
+    # of a golden.
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "0 golden(s) written (0 created, 0 updated), 1 unchanged",
+            "0 golden(s) compared: 0/0 turns served, 0/0 tool calls matched, 0 diverged, "
+            "1 forked from a golden (run on live, not compared)",
+        ]
+    )
+    assert golden.read_bytes() == before
