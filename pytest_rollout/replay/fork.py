@@ -62,6 +62,7 @@ class ForkFormat(StrEnum):
     OPENAI = "openai"
     RESPONSES = "responses"
     ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,9 @@ class ForkResult:
     """The rebuilt conversation and where it came from.
 
     ``messages`` are in the requested format (for ``responses``, the request's ``input``
-    items); ``system`` is the system prompt for the
-    Anthropic shape (where it is a request parameter, not a message) when it was included.
+    items; for ``gemini``, its ``contents``); ``system`` is the system prompt for the
+    Anthropic and Gemini shapes (where it is a request parameter, not a message) when it was
+    included.
     """
 
     format: ForkFormat
@@ -122,12 +124,7 @@ def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
         if event.step > step and not opening:  # the opening request belongs to step 0 too
             break
         if event.type == LLM_TURN_STARTED:
-            for message in _list(event.data.get("messages")):
-                if not isinstance(message, Mapping):
-                    continue
-                role = message.get("role")
-                if role == "user" or (opening and role == "system"):
-                    messages.append({"role": role, "content": message.get("content")})
+            messages.extend(_asked(event.data.get("messages"), opening=opening))
         elif event.type == LLM_TURN_COMPLETED:
             calls = [
                 {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments") or {}}
@@ -150,6 +147,34 @@ def _neutral(events: Sequence[Event], step: int) -> list[dict[str, Any]]:
             if "error" in event.data:
                 messages[-1]["is_error"] = True
     return messages
+
+
+#: A Gemini content with no text part (the function responses the results already give).
+_NO_TEXT: Final = object()
+
+
+def _content_of(message: Mapping[str, Any]) -> Any:
+    """A message's content; for a Gemini content (``parts``, no ``content``), the text of
+    its parts, or :data:`_NO_TEXT` when it has none."""
+    parts = message.get("parts")
+    if "content" in message or not isinstance(parts, list):
+        return message.get("content")
+    texts = [p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+    return "".join(texts) if texts else _NO_TEXT
+
+
+def _asked(sent: Any, *, opening: bool) -> list[dict[str, Any]]:
+    """The user messages a request added (and, opening the run, its system prompt)."""
+    found: list[dict[str, Any]] = []
+    for message in _list(sent):
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role == "user" or (opening and role == "system"):
+            content = _content_of(message)
+            if content is not _NO_TEXT:
+                found.append({"role": role, "content": content})
+    return found
 
 
 def _select(
@@ -272,6 +297,41 @@ def _anthropic(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[st
     return system, out
 
 
+def _gemini(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Gemini ``contents``: ``user`` and ``model`` turns of parts, a ``functionCall`` part
+    per tool call and a ``functionResponse`` part per result (``{"output": ...}``, or
+    ``{"error": ...}`` for a tool that raised); the system instruction apart."""
+    system: str | None = None
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:  # Gemini wants the roles to alternate
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts})
+
+    for m in messages:
+        role = m["role"]
+        if role == "system":
+            system = _as_text(m["content"])
+        elif role == "assistant":
+            parts: list[dict[str, Any]] = []
+            if m["content"]:
+                parts.append({"text": _as_text(m["content"])})
+            parts.extend(
+                {"functionCall": {"id": c["id"], "name": c["name"], "args": c["arguments"]}}
+                for c in m["tool_calls"]
+            )
+            add("model", parts)
+        elif role == "tool":
+            key = "error" if m.get("is_error") else "output"
+            response = {"id": m["tool_call_id"], "name": m["name"], "response": {key: m["content"]}}
+            add("user", [{"functionResponse": response}])
+        else:
+            add("user", [{"text": _as_text(m["content"])}])
+    return system, out
+
+
 def fork(
     events: Sequence[Event],
     step: int,
@@ -308,6 +368,8 @@ def fork(
         messages = _responses(messages)
     elif shape is ForkFormat.ANTHROPIC:
         system, messages = _anthropic(messages)
+    elif shape is ForkFormat.GEMINI:
+        system, messages = _gemini(messages)
     else:
         for m in messages:
             if m["role"] == "assistant" and not m["tool_calls"]:

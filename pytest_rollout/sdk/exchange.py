@@ -251,7 +251,7 @@ class Exchange:
                 )
             return None
         try:
-            request = api.request(body)
+            request = api.request(body, path)
         except WireFormatError:
             if self.replaying:
                 raise

@@ -1,14 +1,18 @@
 """Model prices: what a turn cost, in US dollars, from its model and token usage.
 
-:data:`PRICES` holds the list prices of OpenAI and Anthropic models per million input and
-output tokens, keyed by model-name prefix; :func:`price_for` picks the longest prefix that
+:data:`PRICES` holds the list prices of OpenAI, Anthropic and Google Gemini models per million
+input and output tokens, keyed by model-name prefix; :func:`price_for` picks the longest prefix that
 matches a model name (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``, not ``gpt-4o``), and
 :func:`cost_usd` prices a turn's usage. Input tokens read from or written to a provider's
 prompt cache (``cache_read_tokens`` and ``cache_write_tokens`` of a turn's usage, parts of its
 ``input_tokens``) are priced at the model's cache rates, :data:`CACHE_RATES`, as fractions of
 its input price: OpenAI's cached input (half, a quarter or a tenth of the input price, by
-model), Anthropic's cache reads (0.1x) and cache writes (1.25x, the 5-minute cache). Batch
-discounts and long context surcharges are not modelled. Users extend or override the table
+model), Anthropic's cache reads (0.1x) and cache writes (1.25x, the 5-minute cache), Gemini's
+cached content (a tenth of the input price from Gemini 2.5 on, a quarter before; the cache's
+storage is billed by the hour and not modelled), Amazon Nova's on Bedrock (reads at a quarter).
+Bedrock model ids (``us.anthropic.claude-...-v1:0``, ``amazon.nova-pro-v1:0``) are priced
+by the model they name. Batch discounts and long context surcharges (Gemini's Pro models
+above 200k prompt tokens) are not modelled. Users extend or override the table
 with ``MODEL=INPUT,OUTPUT`` lines (:func:`parse_price`); the cache rates of the model name
 apply to their input price too.
 """
@@ -81,6 +85,30 @@ PRICES: Final[Mapping[str, Price]] = MappingProxyType(
         "claude-3-5-haiku": Price(0.80, 4.00),
         "claude-3-opus": Price(15.00, 75.00),
         "claude-3-haiku": Price(0.25, 1.25),
+        # Google Gemini (Gemini API and Vertex AI list the same; Pro at prompts <= 200k;
+        # thinking tokens are billed as output)
+        "gemini-3-pro": Price(2.00, 12.00),
+        "gemini-3-flash": Price(0.50, 3.00),
+        "gemini-2.5-pro": Price(1.25, 10.00),
+        "gemini-2.5-flash": Price(0.30, 2.50),
+        "gemini-2.5-flash-lite": Price(0.10, 0.40),
+        "gemini-2.0-flash": Price(0.10, 0.40),
+        "gemini-2.0-flash-lite": Price(0.075, 0.30),
+        # Amazon Bedrock (on-demand, us-east-1, late 2025). Claude on Bedrock is priced by
+        # the Anthropic rows above (see _BEDROCK_NAME); Bedrock's regional endpoints for
+        # Claude 4.5 models charge 10% more, which is not modelled.
+        "amazon.nova-micro": Price(0.035, 0.14),
+        "amazon.nova-lite": Price(0.06, 0.24),
+        "amazon.nova-pro": Price(0.80, 3.20),
+        "amazon.nova-premier": Price(2.50, 12.50),
+        "meta.llama3-1-8b-instruct": Price(0.22, 0.22),
+        "meta.llama3-1-70b-instruct": Price(0.72, 0.72),
+        "meta.llama3-1-405b-instruct": Price(2.40, 2.40),
+        "meta.llama3-2-1b-instruct": Price(0.10, 0.10),
+        "meta.llama3-2-3b-instruct": Price(0.15, 0.15),
+        "meta.llama3-3-70b-instruct": Price(0.72, 0.72),
+        "meta.llama4-scout-17b-instruct": Price(0.17, 0.66),
+        "meta.llama4-maverick-17b-instruct": Price(0.24, 0.97),
     }
 )
 
@@ -121,11 +149,23 @@ CACHE_RATES: Final[Mapping[str, CacheRates]] = MappingProxyType(
         "gpt-5.2-pro": _NO_DISCOUNT,
         # Anthropic
         "claude-": CacheRates(0.1, 1.25),
+        # Google Gemini: cached content is read at its price; writing it costs nothing more
+        # (its storage is billed by the hour, apart)
+        "gemini-": _TENTH,
+        "gemini-2.0": _QUARTER,
+        # Amazon Nova on Bedrock: cache reads at a quarter, writes at no extra charge
+        "amazon.nova-": _QUARTER,
     }
 )
 
 #: A leading ``provider/`` or ``provider:`` in a model name (``openai/gpt-4o``).
 _PROVIDER: Final = re.compile(r"[A-Za-z0-9_.-]+[/:]")
+#: What a Bedrock model id adds to a model's name: a cross-region inference profile's
+#: geography (``us.``, ``eu.``, ``global.``...) and, for Claude, the ``anthropic.`` vendor
+#: (``us.anthropic.claude-sonnet-4-20250514-v1:0`` is priced as ``claude-sonnet-4``).
+_BEDROCK_NAME: Final = re.compile(
+    r"^(?:(?:us|eu|apac|global|us-gov|jp|au|ca)\.)?(?:anthropic\.(?=claude-))?"
+)
 _NUMBER: Final = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 
@@ -165,6 +205,8 @@ def model_entry(model: str | None, table: Mapping[str, _T]) -> _T | None:
     name = model.strip().lower()
     while True:
         found = _longest_prefix(name, table)
+        if found is None and (bedrock := _BEDROCK_NAME.sub("", name, count=1)) != name:
+            found = _longest_prefix(bedrock, table)
         if found is not None:
             return found
         provider = _PROVIDER.match(name)

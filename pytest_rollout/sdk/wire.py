@@ -1,7 +1,8 @@
 """Model APIs on the wire: their requests and responses, in the project's vocabulary.
 
-Three HTTP APIs are understood: OpenAI Chat Completions (``openai.chat``), OpenAI Responses
-(``openai.responses``) and Anthropic Messages (``anthropic.messages``). :func:`api_for`
+Four HTTP APIs are understood: OpenAI Chat Completions (``openai.chat``), OpenAI Responses
+(``openai.responses``), Anthropic Messages (``anthropic.messages``) and Gemini
+``generateContent`` (``gemini.generate``, on the Gemini API and Vertex AI). :func:`api_for`
 names the API a request goes to from its method and URL path; the :class:`Api` turns a
 request body into a :class:`WireRequest` (messages, tools, the other parameters) and a
 recorded response into a :class:`~pytest_rollout.replay.turn.Turn`.
@@ -21,8 +22,9 @@ result answers which call but not the names a provider made up for them.
 This is the front module: the rest of the project imports from here. The pieces live in
 :mod:`pytest_rollout.sdk.wire_api` (the :class:`Api` type, :class:`WireRequest`,
 :class:`WireFormatError` and the readers every API shares),
-:mod:`pytest_rollout.sdk.wire_openai` (:data:`OPENAI_CHAT`, :data:`OPENAI_RESPONSES`) and
-:mod:`pytest_rollout.sdk.wire_anthropic` (:data:`ANTHROPIC_MESSAGES`); those import
+:mod:`pytest_rollout.sdk.wire_openai` (:data:`OPENAI_CHAT`, :data:`OPENAI_RESPONSES`),
+:mod:`pytest_rollout.sdk.wire_anthropic` (:data:`ANTHROPIC_MESSAGES`) and
+:mod:`pytest_rollout.sdk.wire_gemini` (:data:`GEMINI_GENERATE`); those import
 :mod:`~pytest_rollout.sdk.wire_api` only, never this module.
 """
 
@@ -34,14 +36,20 @@ from typing import Any, Final
 
 import orjson
 
+from .aws_events import EVENT_STREAM_MEDIA, decode_events, encode_events
 from .sse import parse_frames, render_frames
 from .wire_anthropic import ANTHROPIC_MESSAGES
 from .wire_api import VOLATILE_PARAMS, Api, WireFormatError, WireRequest, _int, media_type
+from .wire_bedrock import BEDROCK_CONVERSE, BEDROCK_CONVERSE_STREAM
+from .wire_gemini import GEMINI_GENERATE
 from .wire_openai import OPENAI_CHAT, OPENAI_RESPONSES
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
     "APIS",
+    "BEDROCK_CONVERSE",
+    "BEDROCK_CONVERSE_STREAM",
+    "GEMINI_GENERATE",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "VOLATILE_PARAMS",
@@ -55,7 +63,11 @@ __all__ = [
 ]
 
 #: Keys whose string values :func:`key_messages` replaces by placeholders.
-_ID_KEYS: Final = frozenset({"id", "call_id", "tool_call_id", "tool_use_id"})
+_ID_KEYS: Final = frozenset({"id", "call_id", "tool_call_id", "tool_use_id", "toolUseId"})
+#: The content blocks of a Bedrock message that carry a tool use id.
+_BEDROCK_CALL_KEYS: Final = ("toolUse", "toolResult")
+#: The parts of a Gemini content that carry a call id.
+_GEMINI_CALL_KEYS: Final = ("functionCall", "functionResponse")
 
 #: Statuses a recorded response may carry.
 _MIN_STATUS: Final = 100
@@ -67,7 +79,17 @@ _MAX_STATUS: Final = 599
 
 #: Every API :func:`api_for` knows, by name.
 APIS: Final[Mapping[str, Api]] = MappingProxyType(
-    {api.name: api for api in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES)}
+    {
+        api.name: api
+        for api in (
+            OPENAI_CHAT,
+            OPENAI_RESPONSES,
+            ANTHROPIC_MESSAGES,
+            GEMINI_GENERATE,
+            BEDROCK_CONVERSE,
+            BEDROCK_CONVERSE_STREAM,
+        )
+    }
 )
 
 
@@ -76,18 +98,27 @@ def api_for(method: str, path: str) -> Api | None:
 
     Only a ``POST`` whose URL path ends with an API's path counts: ``/responses/{id}``,
     ``/responses/input_tokens``, ``/messages/count_tokens`` or ``/messages/batches`` are
-    not turns, nor is OpenAI's Assistants ``/threads/{id}/messages``. A query string and a
-    trailing slash are ignored.
+    not turns, nor is OpenAI's Assistants ``/threads/{id}/messages``; Gemini's
+    ``:generateContent`` and ``:streamGenerateContent`` are, ``:countTokens`` is not. A
+    query string and a trailing slash are ignored.
     """
     if method.upper() != "POST":
         return None
     path = path.split("?", 1)[0].split("#", 1)[0].rstrip("/")
     for api in APIS.values():
-        if path.endswith(api.path):
+        if api.matches(path):
             if api is ANTHROPIC_MESSAGES and "/threads/" in path:
                 return None
             return api
     return None
+
+
+def _wrapped(value: Any, keys: tuple[str, ...], ids: Callable[[Any], Any]) -> Any:
+    """``value`` with ``ids`` applied to the objects it wraps under ``keys`` (a Gemini part's
+    ``functionCall``, a Bedrock content block's ``toolUse``...)."""
+    if not isinstance(value, Mapping) or not any(k in value for k in keys):
+        return value
+    return {k: ids(v) if k in keys else v for k, v in value.items()}
 
 
 def key_messages(messages: list[Any], names: dict[str, str] | None = None) -> list[Any]:
@@ -96,7 +127,9 @@ def key_messages(messages: list[Any], names: dict[str, str] | None = None) -> li
 
     Ids are replaced only where the APIs put them: the ``id``, ``call_id``, ``tool_call_id``
     and ``tool_use_id`` of a message or Responses item, of its ``tool_calls`` entries, and of
-    its content blocks. A tool's own arguments or input (``{"id": "order-17"}``) are data,
+    its content blocks, the ``toolUseId`` of a Bedrock ``toolUse`` or ``toolResult`` block,
+    and the ``id`` of a Gemini part's ``functionCall`` or
+    ``functionResponse``. A tool's own arguments or input (``{"id": "order-17"}``) are data,
     and stay as they are.
 
     ``names`` carries the placeholders given so far: pass the same dict to key the messages
@@ -122,7 +155,10 @@ def key_messages(messages: list[Any], names: dict[str, str] | None = None) -> li
         for key in ("tool_calls", "content"):
             parts = found.get(key)
             if isinstance(parts, list):
-                found[key] = [ids(part) for part in parts]
+                found[key] = [_wrapped(ids(part), _BEDROCK_CALL_KEYS, ids) for part in parts]
+        parts = found.get("parts")
+        if isinstance(parts, list):
+            found["parts"] = [_wrapped(part, _GEMINI_CALL_KEYS, ids) for part in parts]
         return found
 
     return [message(m) for m in messages]
@@ -134,7 +170,8 @@ def key_messages(messages: list[Any], names: dict[str, str] | None = None) -> li
 def raw_response(status: int, content_type: str, body: bytes) -> dict[str, Any]:
     """The recorded form of a response: ``"frames"`` for ``text/event-stream`` (unless the
     body holds no frame but is not blank), ``"json"`` for a JSON media type
-    (``application/json``, ``*+json``) whose body parses, ``"text"`` (UTF-8, undecodable
+    (``application/json``, ``*+json``) whose body parses, ``"events"`` for a whole AWS event
+    stream (:mod:`pytest_rollout.sdk.aws_events`), ``"text"`` (UTF-8, undecodable
     bytes replaced) for anything else."""
     raw: dict[str, Any] = {"status": status, "content_type": content_type}
     media = media_type(content_type)
@@ -145,6 +182,12 @@ def raw_response(status: int, content_type: str, body: bytes) -> dict[str, Any]:
             return raw
         # Not a stream after all (an error page sent as one), or a stream too long to keep
         # frame by frame: keep what was said, as text.
+    elif media == EVENT_STREAM_MEDIA:
+        events = decode_events(body)
+        if events is not None and _fits(events):
+            raw["events"] = events
+            return raw
+        # Not a whole stream, or too long to keep event by event: kept as text, as said.
     elif media == "application/json" or media.endswith("+json"):
         try:
             value = orjson.loads(body)
@@ -190,6 +233,14 @@ def _frames_body(value: Any) -> bytes:
     return render_frames(value)
 
 
+def _events_body(value: Any) -> bytes:
+    if not isinstance(value, list):
+        raise WireFormatError(
+            f"a recorded raw response's 'events' must be a list, got {type(value).__name__}"
+        )
+    return encode_events(value)
+
+
 def _text_body(value: Any) -> bytes:
     if not isinstance(value, str):
         raise WireFormatError(
@@ -200,7 +251,7 @@ def _text_body(value: Any) -> bytes:
 
 #: How each kind of recorded body is turned back into bytes.
 _BODY_WRITERS: Final[Mapping[str, Callable[[Any], bytes]]] = MappingProxyType(
-    {"json": _json_body, "frames": _frames_body, "text": _text_body}
+    {"json": _json_body, "frames": _frames_body, "events": _events_body, "text": _text_body}
 )
 
 
@@ -228,7 +279,8 @@ def _body(raw: Mapping[str, Any]) -> bytes:
     bodies = [key for key in _BODY_WRITERS if key in raw]
     if len(bodies) != 1:
         raise WireFormatError(
-            "a recorded raw response needs exactly one of 'json', 'frames' and 'text', "
+            "a recorded raw response needs exactly one of 'json', 'frames', 'events' and "
+            "'text', "
             f"got {bodies or 'none'}"
         )
     key = bodies[0]

@@ -217,15 +217,28 @@ class Api:
     _message_keys: frozenset[str] = field(repr=False, compare=False)
     #: The key of the body's message array, which grows from one request to the next.
     _history_key: str = field(default="messages", repr=False, compare=False)
+    #: Whether a URL path is this API's, where the end of the path does not say it alone
+    #: (``None``: the path ends with :attr:`path`).
+    _matches: Callable[[str], bool] | None = field(default=None, repr=False, compare=False)
+    #: The parameters a URL path carries (Gemini names its model there, not in the body).
+    _path_params: Callable[[str], dict[str, Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
     _bodies: BodyCache = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_bodies", BodyCache(self._history_key))
 
-    def request(self, body: bytes) -> WireRequest:
-        """The request a body carries. Raises :class:`WireFormatError` when the body is not
+    def matches(self, path: str) -> bool:
+        """Whether a URL path (query string and trailing slash removed) is this API's."""
+        return self._matches(path) if self._matches is not None else path.endswith(self.path)
+
+    def request(self, body: bytes, path: str = "") -> WireRequest:
+        """The request a body carries (``path``: the URL path it was posted to, for an API
+        that names parameters there). Raises :class:`WireFormatError` when the body is not
         a JSON object, or its messages (``messages``, ``input``, ``instructions``,
-        ``system``) are not of the API's types, or its ``model`` is not a string."""
+        ``system``, ``contents``) are not of the API's types, or its ``model`` is not a
+        string."""
         where = f"{self.name} request (POST .../{self.path.lstrip('/')})"
         # A body that extends one of the last few is parsed at the cost of its new messages.
         data = self._bodies.load(body, lambda whole: _load_body(where, whole))
@@ -239,6 +252,9 @@ class Api:
             for k, v in data.items()
             if k not in skipped
         }
+        if self._path_params is not None:
+            params.update(self._path_params(path))
+            model = params.get("model", model)
         return WireRequest(
             api=self.name,
             provider=self.provider,
@@ -246,7 +262,7 @@ class Api:
             messages=messages,
             tools=data.get("tools"),
             params=params,
-            stream=bool(data.get("stream")),
+            stream=bool(params.get("stream")),
         )
 
     def turn(self, raw: Mapping[str, Any]) -> Turn:

@@ -9,6 +9,7 @@ which the plugin talks to directly, and SDK clients through the engine's
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -39,11 +40,16 @@ from ..replay.recorded import RecordedProvider
 from ..replay.seal import RolloutNetworkError
 from ..safety.sanitize import sanitize
 from ..sdk import clients as sdk
+from ..sdk.bedrock_client import bedrock_client
+from ..sdk.endpoint import Endpoint
+from ..sdk.gemini_client import gemini_client
 from ..store.golden import GoldenRef, UnrecordedToolsError
 from ..store.golden_store import LoadedGolden
 from .engine import AuditSink, Engine
 from .forking import prepare_fork, sdk_refusal
 from .frameworks import ACCEPTED, wrap_tools
+from .mcp import McpRecording
+from .mcp_clients import wrap_mcp
 from .provider import ProviderProxy
 from .sdk_port import SdkPort
 from .setup import RunSetup
@@ -88,6 +94,7 @@ class RolloutSession:
     ) -> None:
         self.engine = Engine(setup, recorder, golden, audit)
         self._port: SdkPort | None = None
+        self._endpoints: list[Endpoint] = []  # rollout.endpoint(): stopped at the end
         #: The last ``rollout == golden`` that came out false (``None``: none did).
         self.failed_comparison: FailedComparison | None = None
         #: The connections a sealed replay refused (:mod:`pytest_rollout.replay.seal`),
@@ -213,6 +220,27 @@ class RolloutSession:
         self._refuse_unrecorded()
         return sdk.client(self._sdk, "anthropic", "AsyncAnthropic", transport, client_kwargs)
 
+    def gemini(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """A ``google.genai.Client`` (the Gemini API, or Vertex AI with ``vertexai=True``),
+        as :meth:`openai`: its sync calls and those of its ``.aio`` client are recorded."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        self._refuse_unrecorded()
+        return gemini_client(self._sdk, transport, client_kwargs)
+
+    def async_gemini(self, *, transport: Any = None, **client_kwargs: Any) -> Any:
+        """The ``.aio`` client of :meth:`gemini`'s ``google.genai.Client``."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        self._refuse_unrecorded()
+        return gemini_client(self._sdk, transport, client_kwargs, aio=True)
+
+    def bedrock(self, **client_kwargs: Any) -> Any:
+        """A ``bedrock-runtime`` client (boto3's, else botocore's) built with
+        ``client_kwargs``, its Converse and ConverseStream calls recorded at botocore's event
+        hooks (and answered from the golden in dry replay, with no AWS credentials needed)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        self._refuse_unrecorded()
+        return bedrock_client(self._sdk, client_kwargs)
+
     def http_client(
         self, *, transport: Any = None, library: str | None = None, **client_kwargs: Any
     ) -> Any:
@@ -235,6 +263,47 @@ class RolloutSession:
         return sdk.http_client(
             self._sdk, transport, client_kwargs, asynchronous=True, library=library
         )
+
+    # -- MCP servers ----------------------------------------------------------------
+
+    @functools.cached_property
+    def _mcp(self) -> McpRecording:
+        """The run's MCP servers (each server's listings and calls, by name)."""
+        return McpRecording(self.engine)
+
+    def mcp(self, server: _T, *, name: str | None = None) -> _T:
+        """An MCP client, server or toolset whose ``tools/list`` and ``tools/call`` are
+        recorded, and answered from the golden in replay without starting the server: an
+        ``mcp`` ``Client`` or ``ClientSession``, an Agents SDK MCP server, a pydantic-ai
+        ``MCPToolset``, given back as what its framework takes in its place. ``name`` names
+        the server in the recording (default: the server's own name, else ``"mcp"``)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        self._refuse_unrecorded()
+        wrapped: _T = wrap_mcp(self._mcp, server, name)
+        return wrapped
+
+    # -- agents in another process ----------------------------------------------------
+
+    def endpoint(self, upstream: str | None = None, *, port: int = 0) -> Endpoint:
+        """A loopback HTTP endpoint (127.0.0.1, a port of its own, a token in its URL) whose
+        model requests are recorded and replayed like this test's SDK clients': hand its
+        ``base_url`` (or ``env()``) to an agent in another process. Recording, it forwards to
+        each API's service, or to ``upstream`` (a root URL), with the key from this process's
+        environment; replaying, it answers from the golden. ``port``: the port to listen on
+        (0: a free one). It stops when the test ends (docs/sdk-agents.md, "Agents in another
+        process")."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        self._refuse_unrecorded()
+        endpoint = Endpoint(self._sdk, upstream=upstream, listen_port=port)
+        self._endpoints.append(endpoint)
+        return endpoint.start()
+
+    def stop_endpoints(self) -> None:
+        """Stop the endpoints :meth:`endpoint` started (the fixture does this at teardown,
+        before the run is closed)."""
+        endpoints, self._endpoints = self._endpoints, []
+        for endpoint in endpoints:
+            endpoint.stop()
 
     # -- the run --------------------------------------------------------------------
 
@@ -307,6 +376,7 @@ class RolloutSession:
     def close(self) -> None:
         """End the run if it is still open and flush its recording (the fixture does this
         at teardown)."""
+        self.stop_endpoints()
         self.engine.close()
 
     @property

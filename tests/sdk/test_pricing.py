@@ -57,7 +57,7 @@ def test_provider_prefixes_and_case_are_ignored(model: str) -> None:
 
 @pytest.mark.parametrize(
     "model",
-    [None, "", "llama-3.1-70b", "gemini-2.5-pro", "gpt-50", "gpt-5.9", "openai/", "o", "gpt"],
+    [None, "", "llama-3.1-70b", "gemini-1.5-pro", "gpt-50", "gpt-5.9", "openai/", "o", "gpt"],
 )
 def test_unknown_models_have_no_price(model: str | None) -> None:
     assert price_for(model) is None

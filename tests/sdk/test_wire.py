@@ -794,6 +794,9 @@ def test_the_apis() -> None:
         ("openai.chat", "openai"),
         ("openai.responses", "openai"),
         ("anthropic.messages", "anthropic"),
+        ("gemini.generate", "gemini"),
+        ("bedrock.converse", "bedrock"),
+        ("bedrock.converse_stream", "bedrock"),
     ]
 
 
