@@ -10,6 +10,7 @@ from ..errors import RolloutError
 from ..format.events import (
     LLM_TURN_COMPLETED,
     LLM_TURN_STARTED,
+    MCP_TOOLS_LISTED,
     RUN_COMPLETED,
     RUN_FAILED,
     RUN_STARTED,
@@ -52,6 +53,8 @@ class DivergenceKind(StrEnum):
 
 _TOOL_TYPES: Final = frozenset({TOOL_CALL_STARTED, TOOL_CALL_COMPLETED})
 _ANSWER_TYPES: Final = frozenset({LLM_TURN_COMPLETED, RUN_COMPLETED, RUN_FAILED})
+#: What the agent was given to work with: the run's start, the tools an MCP server offered.
+_SETUP_TYPES: Final = frozenset({RUN_STARTED, MCP_TOOLS_LISTED})
 # The prefix shared by the event types of an LLM turn (wanted in format/events.py).
 _TURN_PREFIX: Final = "llm.turn."
 
@@ -126,7 +129,7 @@ def classify(comparison: Comparison) -> Divergence | None:
         kind = DivergenceKind.UNRECORDED_CALL
     elif first.status is StepStatus.ONLY_IN_B and event.type.startswith(_TURN_PREFIX):
         kind = DivergenceKind.UNRECORDED_TURN
-    elif event.type == RUN_STARTED:
+    elif event.type in _SETUP_TYPES:  # the run started, or an MCP server listed, otherwise
         kind = DivergenceKind.SETUP_MISMATCH
     elif event.type == LLM_TURN_STARTED:
         kind = DivergenceKind.PROMPT_MISMATCH

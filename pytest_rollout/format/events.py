@@ -19,6 +19,7 @@ __all__ = [
     "LLM_TURN_COMPLETED",
     "LLM_TURN_FAILED",
     "LLM_TURN_STARTED",
+    "MCP_TOOLS_LISTED",
     "MEMORY_OBSERVE_FAILED",
     "REPLAY_DIVERGENCE",
     "RUN_COMPLETED",
@@ -54,6 +55,8 @@ REPLAY_DIVERGENCE: Final = "replay.divergence"
 DROP_DETECTED: Final = "recorder.drop_detected"
 #: An action of a tool, in the audit trail only (never in a rollout).
 AUDIT_ACTION: Final = "audit.action"
+#: The tools an MCP server offered the agent (``tools/list``; docs/file-format.md).
+MCP_TOOLS_LISTED: Final = "mcp.tools.listed"
 
 # -- failures reported by the agent's hooks ----------------------------------------------
 HOOK_FAILED: Final = "hook.failed"
@@ -103,6 +106,7 @@ CORE_TYPES: Final[dict[str, str]] = {
         USAGE_DELTA,
         REPLAY_DIVERGENCE,
         DROP_DETECTED,
+        MCP_TOOLS_LISTED,
         HOOK_FAILED,
         TOOL_HOOK_FAILED,
         MEMORY_OBSERVE_FAILED,

@@ -70,7 +70,11 @@ DOCUMENTED: Final = {
     "test_agno_agent": Documented("openai.chat", ("agno.agent",), "agno"),
     "test_strands_agent": Documented("openai.chat", ("strands",), "strands-agents"),
     "test_anthropic_tool_runner": Documented("anthropic.messages", ("anthropic",), "anthropic"),
+    "test_mcp_client_agent": Documented("openai.chat", ("mcp",), "mcp"),
     "test_mcp_agent": Documented("openai.responses", ("agents", "mcp"), "openai-agents mcp"),
+    "test_pydantic_ai_mcp_agent": Documented(
+        "openai.chat", ("pydantic_ai", "fastmcp"), '"pydantic-ai-slim[mcp]"'
+    ),
     # On the OpenAI SDK's 2.x line: .ci/frameworks.
     "test_llamaindex_agent": Documented(
         "openai.chat",
