@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 from ..errors import RolloutError, RolloutFormatError
 from ..safety.sanitize import sanitize, terminal_json
 from .otel_commands import export_otel, import_otel
+from .serve_command import serve
 
 if TYPE_CHECKING:
     from ..diff.canonical import CanonicalOptions
@@ -496,4 +497,5 @@ COMMANDS: Final[dict[str, Callable[[argparse.Namespace, TextIO], int]]] = {
     "view": _view,
     "import": import_otel,
     "export": export_otel,
+    "serve": serve,
 }

@@ -16,12 +16,13 @@ from .. import __version__
 from ..safety.sanitize import sanitize
 from .commands import EXIT_ERROR
 from .otel_commands import add_export_parser, add_import_parser
+from .serve_command import add_serve_parser
 
 __all__ = ["COMMAND_NAMES", "FORK_FORMATS", "build_parser"]
 
 #: ``rollout fork --format``'s choices: the values of ``replay.fork.ForkFormat``, written
 #: here so that building the parser does not load the fork (a test keeps them the same).
-FORK_FORMATS: Final = ("neutral", "openai", "responses", "anthropic")
+FORK_FORMATS: Final = ("neutral", "openai", "responses", "anthropic", "gemini")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -134,7 +135,7 @@ def _add_fork(commands: Any) -> None:
         choices=FORK_FORMATS,
         default=FORK_FORMATS[0],
         help="message shape: neutral, openai (Chat Completions), responses (OpenAI "
-        "Responses API input items) or anthropic (Messages)",
+        "Responses API input items), anthropic (Messages) or gemini (generateContent contents)",
     )
     fork.add_argument("--include-system", action="store_true", help="keep the system prompt")
     fork.add_argument(
@@ -309,6 +310,7 @@ _SUBCOMMANDS: Final[dict[str, Callable[[Any], None]]] = {
     "view": _add_view,
     "import": add_import_parser,
     "export": add_export_parser,
+    "serve": add_serve_parser,
 }
 
 #: The subcommands' names.

@@ -215,6 +215,10 @@ class _Checker:
         turn = self.turn
         if turn is None:
             return
+        if turn.data.get("remote") is True:
+            # Asked for by an agent in another process, which ran its tools there.
+            self.waiting = {}
+            return
         for call_id, name in self.waiting.values():
             if not framework_call(name) and name != self.forced.get(turn.step):
                 self.candidates.append((turn, call_id, name))

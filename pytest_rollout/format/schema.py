@@ -25,6 +25,7 @@ from .events import (
     LLM_TURN_COMPLETED,
     LLM_TURN_FAILED,
     LLM_TURN_STARTED,
+    MCP_TOOLS_LISTED,
     REPLAY_DIVERGENCE,
     RUN_COMPLETED,
     RUN_FAILED,
@@ -180,6 +181,16 @@ def _tool_calls_problem(items: list[Any]) -> str | None:
     return None
 
 
+def _each_tool(items: Any) -> str | None:
+    """An MCP server's tools: objects with a string ``name``."""
+    for index, item in enumerate(items if type(items) is list else ()):
+        if type(item) is not dict:
+            return f"[{index}] must be an object, got {json_kind(item)}"
+        if type(item.get("name")) is not str:
+            return f"[{index}].name must be a string, got {json_kind(item.get('name'))}"
+    return None
+
+
 def _each_string(items: Any) -> str | None:
     for index, item in enumerate(items if type(items) is list else ()):
         if type(item) is not str:
@@ -259,6 +270,7 @@ def _every_value(low: float, high: float, range_text: str) -> Nested:
 _STRING: Final[frozenset[type]] = frozenset({str})
 _STRING_OR_NULL: Final[frozenset[type]] = frozenset({str, _NULL})
 _OBJECT_OR_NULL: Final[frozenset[type]] = frozenset({dict, _NULL})
+_ARRAY: Final[frozenset[type]] = frozenset({list})
 _ARRAY_OR_NULL: Final[frozenset[type]] = frozenset({list, _NULL})
 _NUMBER_OR_NULL: Final[frozenset[type]] = frozenset({int, float, _NULL})
 _INTEGER: Final[frozenset[type]] = frozenset({int})
@@ -374,6 +386,7 @@ _TABLE: Final[Mapping[str, tuple[Field, ...]]] = {
         _text_or_null("model_version"),
         _duration("latency_ms"),
         _duration("ttft_ms"),
+        field("remote", frozenset({bool}), "true or false"),
     ),
     LLM_TURN_FAILED: (_RUN_ERROR,),
     TOOL_CALL_STARTED: (_text_or_null("call_id"), _text_or_null("name")),
@@ -388,6 +401,12 @@ _TABLE: Final[Mapping[str, tuple[Field, ...]]] = {
     RUN_FAILED: (_RUN_ERROR,),
     DROP_DETECTED: (_count("dropped", _INTEGER),),
     REPLAY_DIVERGENCE: (_text_or_null("kind"), _text_or_null("detail")),
+    MCP_TOOLS_LISTED: (
+        _text("server"),
+        field("tools", _ARRAY, "an array of tools", nested=_each_tool),
+        _text_or_null("cursor"),
+        _text_or_null("next_cursor"),
+    ),
 }
 
 #: Each core event type's typed fields; a type not in the table is free-form.

@@ -24,6 +24,7 @@ def rollout(request: pytest.FixtureRequest) -> Iterator[RolloutSession]:
     session = runs.session_for(request.node)
     with runs.seal_for(request.node, session):
         yield session
+        session.stop_endpoints()  # rollout.endpoint(): no request after the test
     runs.finish(request.node, session)
 
 

@@ -103,10 +103,16 @@ class TurnPort(Protocol):
         ...
 
     def complete_sdk_turn(
-        self, turn: Turn, latency_ms: float, raw: Mapping[str, Any], ttft_ms: float | None
+        self,
+        turn: Turn,
+        latency_ms: float,
+        raw: Mapping[str, Any],
+        ttft_ms: float | None,
+        remote: bool = False,
     ) -> None:
         """Record the end of a turn whose response was read in full; ``raw`` is the
-        response as recorded (see :func:`pytest_rollout.sdk.wire.raw_response`)."""
+        response as recorded (see :func:`pytest_rollout.sdk.wire.raw_response`);
+        ``remote``: an agent in another process asked for it (a recording endpoint)."""
         ...
 
     def fail_sdk_turn(self, data: Mapping[str, Any]) -> None:

@@ -448,14 +448,13 @@ class Engine:
         latency_ms: float,
         raw: Any = None,
         ttft_ms: float | None = None,
+        remote: bool = False,
     ) -> None:
-        """The turn's ``llm.turn.completed`` (and ``usage.delta`` when it has a cost)."""
-        data = turn.to_event_data()
-        data["latency_ms"] = latency_ms
-        if ttft_ms is not None:
-            data["ttft_ms"] = ttft_ms
-        if raw is not None:
-            data["raw"] = raw
+        """The turn's ``llm.turn.completed`` (and ``usage.delta`` when it has a cost);
+        ``remote``: an agent in another process asked for it, and runs its tools there."""
+        data = turn.to_event_data() | {"latency_ms": latency_ms}
+        extra = {"ttft_ms": ttft_ms, "raw": raw, "remote": True if remote else None}
+        data.update((key, value) for key, value in extra.items() if value is not None)
         self.record(LLM_TURN_COMPLETED, data)
         self.calls.announced.announce(turn.tool_calls)
         if turn.cost_usd is not None:

@@ -101,10 +101,16 @@ class SdkPort:
         self._engine.open_turn(request)
 
     def complete_sdk_turn(
-        self, turn: Turn, latency_ms: float, raw: Mapping[str, Any], ttft_ms: float | None
+        self,
+        turn: Turn,
+        latency_ms: float,
+        raw: Mapping[str, Any],
+        ttft_ms: float | None,
+        remote: bool = False,
     ) -> None:
-        """An SDK response, read to its end: the turn's ``llm.turn.completed``."""
-        self._engine.record_turn(turn, latency_ms, raw=dict(raw), ttft_ms=ttft_ms)
+        """An SDK response, read to its end: the turn's ``llm.turn.completed`` (``remote``:
+        asked for through a recording endpoint, by an agent in another process)."""
+        self._engine.record_turn(turn, latency_ms, raw=dict(raw), ttft_ms=ttft_ms, remote=remote)
 
     def fail_sdk_turn(self, data: Mapping[str, Any]) -> None:
         """An error response the SDK gave up on: the turn's ``llm.turn.failed``."""
