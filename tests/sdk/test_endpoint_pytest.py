@@ -103,8 +103,11 @@ def test_the_claude_cli_records_through_the_endpoint(pytester: pytest.Pytester) 
     pytester.runpytest_inprocess(*IN_PROCESS).assert_outcomes(passed=1)
 
 
+SUNNY = "It is sunny in Paris."
+
 TOOL_AGENT = """
 import json
+import os
 import sys
 
 import openai
@@ -112,9 +115,16 @@ import openai
 client = openai.OpenAI(max_retries=0)
 tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
+change = os.environ.get("AGENT_CHANGE", "")
+if change == "dropped-tool":
+    tools.append({"type": "function", "function": {"name": "get_time", "parameters": {}}})
+    tools = tools[1:]
 messages = [{"role": "user", "content": sys.argv[1]}]
+if change == "system-prompt":
+    messages.insert(0, {"role": "system", "content": "Answer in French."})
+model = "gpt-4o" if change == "model" else "gpt-4o-mini"
 while True:
-    reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+    reply = client.chat.completions.create(model=model, messages=messages, tools=tools)
     message = reply.choices[0].message
     if not message.tool_calls:
         print(message.content)
@@ -122,7 +132,9 @@ while True:
     messages.append(message.model_dump(exclude_none=True))
     for call in message.tool_calls:  # the tool runs here, in this process
         city = json.loads(call.function.arguments)["city"]
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": f"sunny in {city}"})
+        weather = "rainy" if change == "tool-result" else "sunny"
+        result = f"{weather} in {city}"
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
 """
 
 TOOL_TEST = """
@@ -153,7 +165,7 @@ def test_a_tool_using_agent_in_another_process_is_not_taken_for_unrecorded_tools
     monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
     (pytester.path / "tool_agent.py").write_text(TOOL_AGENT)
     pytester.makepyfile(test_tool=TOOL_TEST)
-    script = [Call("get_weather", {"city": "Paris"}), Say("It is sunny in Paris.")]
+    script: list[Call | Say] = [Call("get_weather", {"city": "Paris"}), Say(SUNNY)]
     # A warning that tools ran outside rollout.tools would be an error here, and the default
     # unrecorded-tools policy refuses such a golden's dry replay.
     strict = (*IN_PROCESS, "-W", "error::pytest_rollout.RolloutWarning")
@@ -169,3 +181,36 @@ def test_a_tool_using_agent_in_another_process_is_not_taken_for_unrecorded_tools
     result.assert_outcomes(passed=1)
     check = pytester.run(sys.executable, "-m", "pytest_rollout", "check", str(_golden(pytester)))
     assert check.ret == 0, check.outlines
+
+
+@pytest.mark.parametrize(
+    ("change", "headline"),
+    [
+        ("tool-result", "*left its golden at step 2: prompt_mismatch (attributed to the harness*"),
+        (
+            "system-prompt",
+            "*left its golden at step 1: prompt_mismatch (attributed to the harness*",
+        ),
+        (
+            "dropped-tool",
+            "*left its golden at step 1: prompt_mismatch (attributed to the harness*",
+        ),
+        ("model", "*left its golden at step 0: setup_mismatch (attributed to the harness*"),
+    ],
+)
+def test_a_changed_agent_in_another_process_is_caught_with_the_right_kind(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, change: str, headline: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
+    (pytester.path / "tool_agent.py").write_text(TOOL_AGENT)
+    pytester.makepyfile(test_tool=TOOL_TEST)
+    script: list[Call | Say] = [Call("get_weather", {"city": "Paris"}), Say(SUNNY)]
+    with FakeService(FakeModel(OPENAI_CHAT, script)) as service:
+        monkeypatch.setenv("FAKE_UPSTREAM", service.url)
+        pytester.runpytest_inprocess(*IN_PROCESS, "--rollout-record").assert_outcomes(passed=1)
+    monkeypatch.setenv("AGENT_CHANGE", change)
+
+    result = pytester.runpytest_inprocess(*IN_PROCESS)
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([headline])
