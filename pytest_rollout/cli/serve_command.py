@@ -47,7 +47,7 @@ def add_serve_parser(commands: Any) -> None:
         metavar="URL",
         help="with --record: the root URL requests are forwarded to (a proxy, a local model "
         "server), instead of each API's service; the key comes from this process's "
-        "OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY",
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY (or GOOGLE_API_KEY)",
     )
     parser.add_argument(
         "--port",
