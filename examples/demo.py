@@ -48,7 +48,7 @@ def main() -> int:
             print("\nexpected the broken agent to fail with a tool_call_mismatch report")
             return 1
     print("\nThe report above says where the run left its golden, what changed, the score,")
-    print("and how to fork the conversation from the last good step.")
+    print("and how to fork the conversation from the last point both runs share.")
     return 0
 
 
