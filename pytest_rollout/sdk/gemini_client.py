@@ -9,12 +9,17 @@ Gemini API and Vertex AI both work. In dry replay neither an API key nor Google 
 are needed, and nothing looks for them (no application default credentials, no metadata
 server): the client gets a placeholder key, or on Vertex AI a placeholder token and, when
 none is given, a placeholder project.
+
+A framework that builds its ``google.genai.Client`` itself, with one set of ``client_args``
+for both HTTP clients (LangChain's ``ChatGoogleGenerativeAI``), gets them from
+``rollout.gemini_client_args()``: their ``transport`` serves both sides.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from functools import cache
 from types import ModuleType
 from typing import Any, Final
 
@@ -22,7 +27,7 @@ from ..errors import RolloutError
 from .clients import REPLAY_API_KEY, MissingPackageError, _http_module, _recording_transport
 from .flights import TurnPort
 
-__all__ = ["gemini_client"]
+__all__ = ["gemini_client", "gemini_client_args"]
 
 #: The environment variables the SDK reads its key from (the Gemini API, Vertex AI express).
 _KEY_VARIABLES: Final = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
@@ -127,3 +132,51 @@ def gemini_client(
     )
     client = module.Client(**kwargs)
     return client.aio if aio else client
+
+
+class _BothSides:
+    """One transport for the sync and the async HTTP client built with the same arguments:
+    ``handle_request`` and ``close`` go to the sync recording transport,
+    ``handle_async_request`` and ``aclose`` to the async one."""
+
+    def __init__(self, sync: Any, asynchronous: Any) -> None:
+        self._sync = sync
+        self._async = asynchronous
+
+    def handle_request(self, request: Any) -> Any:
+        return self._sync.handle_request(request)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await self._async.handle_async_request(request)
+
+    def close(self) -> None:
+        self._sync.close()
+
+    async def aclose(self) -> None:
+        await self._async.aclose()
+
+
+@cache
+def _both_sides_class(module: ModuleType) -> type[_BothSides]:
+    """:class:`_BothSides` as a ``BaseTransport`` and an ``AsyncBaseTransport`` of
+    ``module`` (the SDK picks the HTTP library of its clients by the transport's classes)."""
+    bases = (_BothSides, module.BaseTransport, module.AsyncBaseTransport)
+    namespace = {"__module__": __name__, "__doc__": _BothSides.__doc__}
+    return type("GeminiRolloutTransport", bases, namespace)
+
+
+def gemini_client_args(
+    session: TurnPort, transport: Any, client_args: dict[str, Any]
+) -> dict[str, Any]:
+    """``client_args`` with a ``transport`` that records, for both the sync and the async
+    HTTP client a ``google.genai.Client`` builds with them (``HttpOptions.client_args`` and
+    ``async_client_args``, or LangChain's ``ChatGoogleGenerativeAI(client_args=...)``).
+    ``transport`` is the live one, as for :func:`gemini_client`."""
+    library = _http_module(transport)
+    sync = _recording_transport(
+        session, library, _side(transport, "handle_request"), asynchronous=False
+    )
+    asynchronous = _recording_transport(
+        session, library, _side(transport, "handle_async_request"), asynchronous=True
+    )
+    return {**client_args, "transport": _both_sides_class(library)(sync, asynchronous)}

@@ -42,7 +42,7 @@ from ..safety.sanitize import sanitize
 from ..sdk import clients as sdk
 from ..sdk.bedrock_client import bedrock_client
 from ..sdk.endpoint import Endpoint
-from ..sdk.gemini_client import gemini_client
+from ..sdk.gemini_client import gemini_client, gemini_client_args
 from ..store.golden import GoldenRef, UnrecordedToolsError
 from ..store.golden_store import LoadedGolden
 from .engine import AuditSink, Engine
@@ -232,6 +232,14 @@ class RolloutSession:
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         return gemini_client(self._sdk, transport, client_kwargs, aio=True)
+
+    def gemini_client_args(self, *, transport: Any = None, **client_args: Any) -> dict[str, Any]:
+        """``client_args`` for a ``google.genai.Client`` built by a framework (LangChain's
+        ``ChatGoogleGenerativeAI(client_args=...)``): with a transport that records both its
+        sync and its async HTTP client, as :meth:`gemini`'s do."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        self._refuse_unrecorded()
+        return gemini_client_args(self._sdk, transport, client_args)
 
     def bedrock(self, **client_kwargs: Any) -> Any:
         """A ``bedrock-runtime`` client (boto3's, else botocore's) built with

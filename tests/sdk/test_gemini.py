@@ -407,3 +407,103 @@ def test_a_pydantic_ai_agent_on_rollout_gemini_records_and_replays() -> None:
     assert run(replay, http_options={"base_url": service.base_url}) == ANSWER
     assert replay.verdict().matched
     assert len(service.requests) == 2
+
+
+# -- LangChain's ChatGoogleGenerativeAI: a user's suite, through rollout.gemini_client_args() --
+
+_LANGCHAIN_TESTS = """
+import asyncio
+import os
+
+import pytest
+from fake_gemini import Call, FakeGemini, Say
+from gemini_agents import MODEL, SYSTEM, TOOLS
+from langchain.agents import create_agent
+from langchain_google_genai import ChatGoogleGenerativeAI
+
+PROMPT = "What is the weather in Paris?"
+ANSWER = "It is sunny in Paris, 21 degrees."
+SCRIPT = [[Call("get_weather", {"city": "Paris"}), Call("get_time", {"city": "Paris"})],
+          Say(ANSWER)]
+
+
+@pytest.mark.parametrize("aio", [False, True], ids=["sync", "async"])
+def test_langchain_agent(rollout, golden, aio):
+    fake = FakeGemini(list(SCRIPT))
+    offline = os.environ.get("MODEL_OFFLINE")
+    base_url = "http://127.0.0.1:9" if offline else fake.start().base_url
+    try:
+        llm = ChatGoogleGenerativeAI(
+            model=MODEL,
+            api_key="test-key",  # LangChain wants a key even in replay, where none is sent
+            base_url=base_url,
+            client_args=rollout.gemini_client_args(),  # both of its HTTP clients
+            temperature=0,
+        )
+        tools = rollout.tools(TOOLS)
+        agent = create_agent(llm, tools=list(tools.values()), system_prompt=SYSTEM)
+        question = {"messages": [("user", PROMPT)]}
+
+        async def ask():
+            try:
+                return await agent.ainvoke(question)
+            finally:
+                await llm.aclose()  # its connections belong to this event loop
+
+        with rollout.run(prompt=PROMPT) as run:
+            state = asyncio.run(ask()) if aio else agent.invoke(question)
+            run.output = state["messages"][-1].text
+    finally:
+        fake.stop()
+    assert run.output == ANSWER
+    assert rollout == golden
+"""
+
+
+def test_a_langchain_agent_on_gemini_client_args_records_rerecords_and_replays(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangChain's ``ChatGoogleGenerativeAI`` builds its own ``google.genai.Client`` with one
+    ``client_args`` for both its HTTP clients: ``rollout.gemini_client_args()``."""
+    pytest.importorskip("langchain_google_genai", reason="pip install langchain-google-genai")
+    pytest.importorskip("langchain.agents", reason="pip install 'langchain>=1.0'")
+    from pathlib import Path
+
+    from plugin_agent import IN_PROCESS
+
+    here = Path(__file__).parent.parent
+    pytester.makepyfile(
+        fake_gemini=(here / "fake_gemini.py").read_text(encoding="utf-8"),
+        gemini_agents=(here / "gemini_agents.py").read_text(encoding="utf-8"),
+        test_langchain_gemini=_LANGCHAIN_TESTS,
+    )
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+    inner = (*IN_PROCESS, "-p", "no:cacheprovider", "-rA")
+
+    def tree() -> dict[str, bytes]:
+        root = pytester.path / "golden"
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+        }
+
+    pytester.runpytest_inprocess(*inner, "--rollout-record").assert_outcomes(passed=2)
+    recorded = tree()
+    assert any(name.endswith(".jsonl") for name in recorded), recorded
+    pytester.runpytest_inprocess(*inner, "--rollout-record").assert_outcomes(passed=2)
+    assert tree() == recorded  # byte-identical
+    monkeypatch.setenv("MODEL_OFFLINE", "1")  # the fake is never started
+    pytester.runpytest_inprocess(*inner).assert_outcomes(passed=2)
+    assert tree() == recorded
+
+
+def test_gemini_client_args_keep_the_users_and_add_one_transport_for_both_sides() -> None:
+    import httpx2
+
+    session = new_session(Mode.RECORD)
+    live = httpx2.MockTransport(lambda request: httpx2.Response(500))
+    args = session.gemini_client_args(transport=live, trust_env=False)
+    assert args["trust_env"] is False
+    # one transport, of the library the SDK then builds both its clients on
+    assert isinstance(args["transport"], httpx2.BaseTransport)
+    assert isinstance(args["transport"], httpx2.AsyncBaseTransport)
