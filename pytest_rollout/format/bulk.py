@@ -31,7 +31,7 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from .events import CORE_TYPES, RUN_STARTED, STEP_TYPE_PREFIXES, TERMINAL_TYPES, Event
-from .schema import CHECKS
+from .schema import CHECKS, agent_problem
 
 __all__ = ["Bounds", "Parsed", "bulk_parse", "parsed_events"]
 
@@ -256,10 +256,9 @@ def _checked_events(
         elif not raw_step and etype.startswith(carrying):
             return None
         # (A copied line's data passed its check in the other run.)
-        if (
-            stamp is None
-            and (check := checks.get(etype)) is not None
-            and check(payload) is not None
+        if stamp is None and (
+            ((check := checks.get(etype)) is not None and check(payload) is not None)
+            or ("agent" in payload and agent_problem(payload) is not None)
         ):
             return None
         last_seq = seq

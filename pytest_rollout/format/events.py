@@ -6,6 +6,7 @@ from typing import Any, Final, NamedTuple
 
 __all__ = [
     "AUDIT_ACTION",
+    "CAUSAL_GRAPH_SNAPSHOT",
     "CONTEXT_WINDOW_SNAPSHOT",
     "CONTEXT_WINDOW_WARNING",
     "CORE_TYPES",
@@ -13,6 +14,8 @@ __all__ = [
     "DROP_DETECTED",
     "ERROR_CONTEXT",
     "ERROR_FAMILIES",
+    "GUARDRAIL_CHECKED",
+    "HANDOFF",
     "HOOK_FAILED",
     "LLM_REQUEST_SNAPSHOT",
     "LLM_RESPONSE_META",
@@ -33,6 +36,7 @@ __all__ = [
     "TOOL_CALL_STARTED",
     "TOOL_DECISION",
     "TOOL_HOOK_FAILED",
+    "TOOL_HOOK_MUTATION",
     "USAGE_DELTA",
     "Event",
     "JsonEvents",
@@ -58,6 +62,15 @@ AUDIT_ACTION: Final = "audit.action"
 #: The tools an MCP server offered the agent (``tools/list``; docs/file-format.md).
 MCP_TOOLS_LISTED: Final = "mcp.tools.listed"
 
+# -- runs with several agents (docs/agents.md) ------------------------------------------
+#: Control passed from one agent to another: ``{from, to}``.
+HANDOFF: Final = "handoff"
+#: A guardrail looked at the agent's input, output or a tool call: ``{name, kind, action}``.
+GUARDRAIL_CHECKED: Final = "guardrail.checked"
+#: A hook let a tool call through, blocked, rewrote or added one: ``{name, action, before,
+#: after}``.
+TOOL_HOOK_MUTATION: Final = "tool.hook.mutation"
+
 # -- failures reported by the agent's hooks ----------------------------------------------
 HOOK_FAILED: Final = "hook.failed"
 TOOL_HOOK_FAILED: Final = "tool_hook.failed"
@@ -73,6 +86,7 @@ CONTEXT_WINDOW_SNAPSHOT: Final = "context.window.snapshot"
 CONTEXT_WINDOW_WARNING: Final = "context.window.warning"
 LLM_REQUEST_SNAPSHOT: Final = "llm.request.snapshot"
 LLM_RESPONSE_META: Final = "llm.response.meta"
+CAUSAL_GRAPH_SNAPSHOT: Final = "causal.graph.snapshot"
 
 TERMINAL_TYPES: Final = frozenset({RUN_COMPLETED, RUN_FAILED})
 
@@ -107,6 +121,9 @@ CORE_TYPES: Final[dict[str, str]] = {
         REPLAY_DIVERGENCE,
         DROP_DETECTED,
         MCP_TOOLS_LISTED,
+        HANDOFF,
+        GUARDRAIL_CHECKED,
+        TOOL_HOOK_MUTATION,
         HOOK_FAILED,
         TOOL_HOOK_FAILED,
         MEMORY_OBSERVE_FAILED,
@@ -119,6 +136,7 @@ CORE_TYPES: Final[dict[str, str]] = {
         CONTEXT_WINDOW_WARNING,
         LLM_REQUEST_SNAPSHOT,
         LLM_RESPONSE_META,
+        CAUSAL_GRAPH_SNAPSHOT,
     )
 }
 

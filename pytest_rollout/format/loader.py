@@ -41,7 +41,7 @@ from .events import (
 from .files import Unreadable, read_regular
 from .gcpause import collector_paused
 from .rawline import Refusal, parse_line
-from .schema import CHECKS, json_kind, schema_problem
+from .schema import CHECKS, agent_problem, json_kind, schema_problem
 
 __all__ = ["Limits", "Rollout", "load", "loads", "parse", "read_rollout_bytes"]
 
@@ -215,8 +215,7 @@ def _parse_events(
     checks = CHECKS
     shared = CORE_TYPES.get
     for lineno, raw in _content_lines(data, lines):
-        # The fast path accepts exactly what the strict path accepts; anything unusual
-        # (including every refusal) takes the strict path, which says what is wrong.
+        # The fast path accepts exactly what the strict path accepts, and no more.
         obj: Any = None
         same = False
         if len(raw) <= long_line and raw[0] == 123:  # "{"
@@ -253,8 +252,9 @@ def _parse_events(
                 )
             ):
                 assert type(payload) is dict
-                check = checks.get(etype)
-                if check is not None and (problem := check(payload)) is not None:
+                if ((check := checks.get(etype)) is not None and (problem := check(payload))) or (
+                    "agent" in payload and (problem := agent_problem(payload))
+                ):
                     raise RolloutFormatError(path, lineno, problem)
                 if raw_step is not _ABSENT and raw_step != step:
                     step = raw_step  # one int object serves every event of a step

@@ -51,7 +51,8 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import orjson
 
-from .events import LLM_TURN_COMPLETED, LLM_TURN_STARTED, RUN_STARTED, TERMINAL_TYPES
+from .agents import Acting, AgentOf, acting_agent, stamped_payload, with_agent
+from .events import HANDOFF, LLM_TURN_COMPLETED, LLM_TURN_STARTED, RUN_STARTED, TERMINAL_TYPES
 from .files import WriteRoot
 from .jsonable import encode_payload, encode_with_placeholders, json_default
 from .lines import LineMaker
@@ -161,6 +162,8 @@ class Recorder:
         self._encode_errors = 0
         self._step = 0
         self._turn_open = False
+        self.agent_of: AgentOf | None = None  # who is acting, asked per event (docs/agents.md)
+        self._acting = Acting()  # the last agent named, under _lock
         # Emitted events wait in _pending until a batch of them is made into lines.
         self._batch = max(min(flush_every, _BATCH), 1)
         # What the drain owns, under _drain_lock (taken before _lock, never after): the
@@ -207,29 +210,25 @@ class Recorder:
         """
         if data is None:
             data = {}
+        agent = None if self.agent_of is None else acting_agent(self.agent_of)
+        if agent is not None:
+            data = with_agent(event_type, data, agent)
         lock = self._lock
         lock.acquire()
         try:
             if self._closed:
                 self._late += 1
                 return
+            if agent is not None or event_type == HANDOFF:
+                self._hand_over(agent, data.get("to") if event_type == HANDOFF else None)
             given = data.get("step", _ABSENT)
             if given is _ABSENT:  # the common event: its step follows from its type
                 step: int = (
                     self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
                 )
                 implied = True
-            elif type(given) is int:
-                step = given
-                implied = False
-                # Another event of the open turn's step leaves the turn open.
-                if step != self._step or event_type in _TURN_TYPES:
-                    self._turn_open = event_type == LLM_TURN_STARTED
-                self._step = step
             else:
-                step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
-                implied = True
-                data = {k: v for k, v in data.items() if k != "step"}  # a non-integer step
+                step, implied, data = self._given_step(event_type, given, data)
             terminal = event_type in TERMINAL_TYPES
             try:
                 payload: bytes | None = _dumps(data, json_default)
@@ -251,6 +250,10 @@ class Recorder:
         event's step follows from its type. What :meth:`emit` does, minus the encoding: the
         bytes are recorded as they are (redacted like any payload). Never raises; a
         payload that is not ``bytes`` is counted as one that could not be encoded."""
+        agent = None if self.agent_of is None else acting_agent(self.agent_of)
+        if agent is not None:
+            self._emit_payload_slowly(event_type, payload, agent)
+            return
         if type(payload) is bytes and event_type not in _QUEUED_SLOWLY:
             # The common event (a tool call's): what _queue does, inline.
             lock = self._lock
@@ -273,15 +276,21 @@ class Recorder:
             return
         self._emit_payload_slowly(event_type, payload)
 
-    def _emit_payload_slowly(self, event_type: str, payload: bytes) -> None:
+    def _emit_payload_slowly(
+        self, event_type: str, payload: bytes, agent: str | None = None
+    ) -> None:
         """:meth:`emit_payload` of an event that moves the step or ends a batch early (a
-        turn boundary, the run's end), or of a payload that is not ``bytes``."""
+        turn boundary, the run's end), of a payload that is not ``bytes``, or of one made
+        while an agent is named."""
         lock = self._lock
         lock.acquire()
         try:
             if self._closed:
                 self._late += 1
                 return
+            if agent is not None and type(payload) is bytes:
+                payload = stamped_payload(payload, agent)
+                self._hand_over(agent, None)
             step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
             terminal = event_type in TERMINAL_TYPES
             checked = payload if type(payload) is bytes else self._not_bytes(terminal)
@@ -486,6 +495,26 @@ class Recorder:
         the terminal event is always kept (with no data), so the file stays loadable."""
         self._encode_errors += 1
         return b"{}" if terminal else None
+
+    def _given_step(
+        self, event_type: str, given: Any, data: Mapping[str, Any]
+    ) -> tuple[int, bool, Mapping[str, Any]]:
+        """The step of an event whose data names one (under the lock), whether it is
+        implied, and the data (without a ``step`` that is not an integer)."""
+        if type(given) is int:
+            # Another event of the open turn's step leaves the turn open.
+            if given != self._step or event_type in _TURN_TYPES:
+                self._turn_open = event_type == LLM_TURN_STARTED
+            self._step = given
+            return given, False, data
+        step = self._next_step(event_type) if event_type in _STEP_MOVERS else self._step
+        return step, True, {k: v for k, v in data.items() if k != "step"}
+
+    def _hand_over(self, agent: str | None, handed_to: Any) -> None:
+        """Note who acts now (under the lock); a ``handoff`` goes first where control passed."""
+        handoff = self._acting.hand_over(agent, handed_to)
+        if handoff is not None:
+            self._pending.append((self._clock(), HANDOFF, handoff, self._step, True))
 
     def _next_step(self, event_type: str) -> int:
         if event_type == RUN_STARTED:

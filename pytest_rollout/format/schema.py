@@ -43,6 +43,7 @@ __all__ = [
     "MAX_RUN_COST_USD",
     "SCHEMA",
     "Field",
+    "agent_problem",
     "fields_problem",
     "json_kind",
     "schema_problem",
@@ -422,8 +423,18 @@ CHECKS: Final[Mapping[str, Callable[[Mapping[str, Any]], str | None]]] = {
 }
 
 
+def agent_problem(data: Mapping[str, Any]) -> str | None:
+    """What is wrong with the ``agent`` any event may name (docs/agents.md), or ``None``."""
+    agent = data.get("agent")
+    if agent is None or type(agent) is str:
+        return None
+    return f"data.agent must be a string or null, got {json_kind(agent)}"
+
+
 def schema_problem(event_type: str, data: Mapping[str, Any]) -> str | None:
     """What is wrong with ``data`` for an event of ``event_type`` (e.g. ``data.tool_calls[0]
     .name must be a string, got an array``), or ``None`` when it fits the schema."""
+    if "agent" in data and (problem := agent_problem(data)) is not None:
+        return problem
     check = CHECKS.get(event_type)
     return None if check is None else check(data)
