@@ -28,6 +28,7 @@ import orjson
 from ..format.events import LLM_TURN_COMPLETED, Event, JsonEvents
 from ..format.gcpause import collector_paused
 from ..format.ids import align_call_ids
+from .agents import agent_pair
 from .canonical import (
     DEFAULT_OPTIONS,
     CanonicalEvent,
@@ -320,6 +321,7 @@ def compare(
     (:class:`~pytest_rollout.format.events.JsonEvents`): data parsed from JSON text always
     encodes.
     """
+    a, b = agent_pair(a, b)  # a run that names no agent is compared agent-blind
     from_json = isinstance(a, JsonEvents) and isinstance(b, JsonEvents)
     recorded_b = b
     b = align_call_ids(a, b)

@@ -19,6 +19,8 @@ from typing import Any, Final, Literal
 import orjson
 
 from ..format.events import (
+    GUARDRAIL_CHECKED,
+    HANDOFF,
     LLM_TURN_COMPLETED,
     LLM_TURN_STARTED,
     RUN_COMPLETED,
@@ -26,8 +28,10 @@ from ..format.events import (
     RUN_STARTED,
     TOOL_CALL_COMPLETED,
     TOOL_CALL_STARTED,
+    TOOL_HOOK_MUTATION,
     Event,
 )
+from .agents import agent_turns, several_agents
 from .canonical import (
     DEFAULT_OPTIONS,
     CanonicalOptions,
@@ -36,8 +40,9 @@ from .canonical import (
     in_announced_order,
     tool_order,
 )
-from .compare import Comparison, StepStatus, compare
-from .divergence import Divergence, classify
+from .causal_graph import fed_text
+from .compare import Comparison, FirstDivergence, StepStatus, compare
+from .divergence import Divergence, classify, named_agents
 from .score import RunSummary, Score, score, summarize
 from .volatile import BUILTIN, Renaming, Volatile
 
@@ -68,6 +73,10 @@ class ToolCallDrift:
     b_arguments: Any
 
 
+#: The events whose difference leads replay's own divergences (see DriftReport.leading).
+_LEADS_REPLAY: Final = frozenset({RUN_STARTED, GUARDRAIL_CHECKED, TOOL_HOOK_MUTATION, HANDOFF})
+
+
 @dataclass(frozen=True, slots=True)
 class DriftReport:
     """How run ``b`` drifted from run ``a`` (in pytest, the golden and this run)."""
@@ -80,6 +89,12 @@ class DriftReport:
     tool_calls: tuple[ToolCallDrift, ...]
     outcome_diff: OutcomeDiff
     likely_causes: tuple[str, ...]
+    #: Each named agent's LLM turns in ``a`` and in ``b`` (empty when no agent is named).
+    agent_turns: tuple[tuple[str, int, int], ...] = ()
+    #: Whether the runs name two agents or more (then divergences name their agent).
+    several_agents: bool = False
+    #: What fed the first diverged tool call (:func:`.causal_graph.feeding_text`).
+    fed_by: str | None = None
 
     @property
     def matched(self) -> bool:
@@ -113,16 +128,22 @@ class DriftReport:
         another model, prompt or tools already differs at step 0, in ``run.started``, before
         its first request is refused at step 1. Then the report leads with the step-0
         ``setup_mismatch`` the comparison finds, so the headline, the body, ``rollout diff``
-        and the fork hint name the same step; replay's divergences follow it.
+        and the fork hint name the same step; replay's divergences follow it. So too for a
+        guardrail or hook that decided otherwise, or control passed to another agent, at
+        or before the step where replay found its first divergence: that is the cause.
         """
         found = self.divergences
         first = self.comparison.first
-        if first is None or not found or first.step != 0 or found[0].step == 0:
+        if first is None or not found or first.step > found[0].step:
             return found
         event = first.a_event or first.b_event
-        if event is None or event.type != RUN_STARTED:
+        if event is None or event.type not in _LEADS_REPLAY:
             return found
-        classified = classify(self.comparison)
+        if event.type == RUN_STARTED and found[0].step == 0:
+            return found
+        if first.changes and all(c.path.startswith("data.before") for c in first.changes):
+            return found  # a hook given other arguments: replay says where they came from
+        classified = classify(self.comparison, self.several_agents)
         return found if classified is None else (classified, *found)
 
     @property
@@ -192,8 +213,9 @@ def drift_report(
     """
     if comparison is None:
         comparison = compare(a, b, options)
-    found = tuple(divergences)
-    if not found and (classified := classify(comparison)) is not None:
+    several = several_agents(a, b)
+    found = named_agents(divergences, b) if several else tuple(divergences)
+    if not found and (classified := classify(comparison, several)) is not None:
         found = (classified,)
     extra_errors = tuple(error_types)
     a_summary = summarize(a, extra_errors)
@@ -210,6 +232,9 @@ def drift_report(
         likely_causes=()
         if first is None
         else tuple(likely_causes(a, b, first.step, options.volatile)),
+        agent_turns=agent_turns(a, b),
+        several_agents=several,
+        fed_by=None if first is None else _fed_by(a, b, first),
     )
 
 
@@ -485,6 +510,11 @@ def _shape(value: Any, depth: int = 0) -> Any:
     if isinstance(value, int | float):
         return "number"
     return "string"
+
+
+def _fed_by(a: Sequence[Event], b: Sequence[Event], first: FirstDivergence) -> str | None:
+    path = first.changes[0].path if first.changes else ""
+    return fed_text(b, first.b_event, path) or fed_text(a, first.a_event, path)
 
 
 def _results_before(events: Sequence[Event], step: int) -> list[Event]:

@@ -44,7 +44,15 @@ TEST_LABELS: Final = Labels(a="golden", b="this run", owned=True)
 CLI_LABELS: Final = Labels(a="A", b="B")
 LABELS: Final = TEST_LABELS
 WIDTH: Final = 100
-_PROSE: Final = ("Divergence:", "Likely cause:", "Score:", "  then ", "Cost:", "this run left")
+_PROSE: Final = (
+    "Divergence:",
+    "Likely cause:",
+    "Fed by:",
+    "Score:",
+    "  then ",
+    "Cost:",
+    "this run left",
+)
 
 
 def _quote(path: str) -> str:
@@ -65,7 +73,7 @@ def render_summary(verdict: Verdict, labels: Labels = LABELS) -> str:
     if headline is None:
         return _headline(None, labels)
     return (
-        f"{headline.kind.value} at step {headline.step} ({headline.kind.attributed}): "
+        f"{headline.kind.value} at {headline.where} ({headline.kind.attributed}): "
         f"{labels.b} left {labels.reference}"
     )
 
@@ -74,7 +82,7 @@ def _headline(headline: Divergence | None, labels: Labels) -> str:
     if headline is None:
         return f"{labels.b} matches {labels.reference}"
     return (
-        f"{labels.b} left {labels.reference} at step {headline.step}: {headline.kind.value} "
+        f"{labels.b} left {labels.reference} at {headline.where}: {headline.kind.value} "
         f"({headline.kind.attributed})"
     )
 
@@ -101,18 +109,20 @@ def render_verdict(
     lines = [_headline(headline, labels)]
     if headline is not None:
         lines.append(f"Divergence: {excerpt(headline.detail, 200)}")
+    if verdict.report.fed_by is not None:
+        lines.append(f"Fed by: {verdict.report.fed_by}")
     lines.extend(f"Likely cause: {excerpt(c, 200)}" for c in verdict.report.likely_causes)
     # What replay itself raised is always told, even when an earlier step leads.
     shown = 4 if verbose > 0 else 2 if divergences is not verdict.divergences else 1
     for extra in divergences[1:shown]:
-        lines.append(
-            f"  then {extra.kind.value} at step {extra.step}: {excerpt(extra.detail, 160)}"
-        )
+        lines.append(f"  then {extra.kind.value} at {extra.where}: {excerpt(extra.detail, 160)}")
     if comparison.first is not None:
         lines.extend(
             render_divergence(comparison, labels, changes_limit=None if verbose > 0 else 8)
         )
     lines.append(step_counts(comparison, labels))
+    if verdict.report.agent_turns:
+        lines.append(agent_turns_line(verdict.report.agent_turns, labels))
     lines.append(f"Score: {score_sentence(verdict, labels)}")
     lines.append(_cost_line(verdict, labels))
     # Paths to copy are never cut, whatever their length; prose is wrapped.
@@ -126,6 +136,12 @@ def render_verdict(
         lines.append(f"{labels.b.capitalize()} was saved; compare it with its {labels.a}:")
         lines.append(f"  rollout diff {_quote(verdict.golden_path)} {_quote(verdict.run_path)}")
     return lines
+
+
+def agent_turns_line(turns: tuple[tuple[str, int, int], ...], labels: Labels) -> str:
+    """``Turns by agent: triage golden 1, this run 1; billing golden 2, this run 3``."""
+    parts = (f"{sanitize(name)} {labels.a} {a}, {labels.b} {b}" for name, a, b in turns)
+    return "Turns by agent: " + "; ".join(parts)
 
 
 def _cost_line(verdict: Verdict, labels: Labels) -> str:
