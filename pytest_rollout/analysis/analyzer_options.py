@@ -29,6 +29,7 @@ ANALYZERS: Final[tuple[str, ...]] = (
     "context_window",
     "tool_decisions",
     "request_envelope",
+    "causal_graph",
 )
 
 # Context windows (input plus output tokens) of the OpenAI and Anthropic models, from their

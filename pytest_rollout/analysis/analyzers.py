@@ -25,6 +25,10 @@ right after it (:meth:`Analysis.after`), as ``(type, data)`` pairs. Only the ana
     message count and ``messages_hash``, or with ``hmac_key`` the hex HMAC-SHA256 of that
     hash (its UTF-8 text), which nobody without the key can check against a guessed prompt;
     and ``llm.response.meta`` after each ``llm.turn.completed`` (latency, model version).
+``causal_graph``
+    ``causal.graph.snapshot`` just before ``run.completed`` or ``run.failed``: the run's
+    turns and tool calls, and the ``context`` and ``data_flow`` edges between them
+    (:mod:`~pytest_rollout.diff.causal_graph`).
 
 The analyzers are pure logic over the data they are handed: a value of the wrong type or a
 missing key makes an analyzer skip that event, never raise. :func:`analyze` runs the same
@@ -33,8 +37,9 @@ assertions made on a finished run.
 
 This module owns the running of the analyzers; the options live in
 :mod:`~pytest_rollout.analysis.analyzer_options`, the analyzers of tool calls in
-:mod:`~pytest_rollout.analysis.calls` and those of LLM turns in
-:mod:`~pytest_rollout.analysis.turn_analyzers`. See docs/analyzers.md.
+:mod:`~pytest_rollout.analysis.calls`, those of LLM turns in
+:mod:`~pytest_rollout.analysis.turn_analyzers` and the causal graph in
+:mod:`~pytest_rollout.analysis.causal_analyzer`. See docs/analyzers.md.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from .analyzer_options import (
     parse_analyzers,
 )
 from .calls import Antipattern, ErrorChain, RepeatedCalls, find_antipatterns
+from .causal_analyzer import CausalGraphAnalyzer
 from .handlers import Analyzer, Emitted, Handler
 from .turn_analyzers import ContextWindow, CostAnomaly, RequestEnvelope, RunContext, ToolDecisions
 from .values import tool_names, whole
@@ -80,6 +86,7 @@ _MAKERS: Final[Mapping[str, _Maker]] = {
     ),
     "tool_decisions": lambda _, c: ToolDecisions(c),
     "request_envelope": lambda o, _: RequestEnvelope(o.hmac_key),
+    "causal_graph": lambda _, __: CausalGraphAnalyzer(),
 }
 
 

@@ -12,7 +12,7 @@ import argparse
 import re
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..diff.canonical import CanonicalOptions
     from ..diff.integrity import IntegrityReport
     from ..diff.volatile import Volatile
+    from ..format.events import Event
     from ..format.loader import Limits, Rollout
     from ..store.audit import AuditCheck
     from ..store.receipt import Receipt, Verification
@@ -281,13 +282,28 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
             steps = parse_step_range(args.step)
         except ValueError as exc:
             raise Usage(str(exc)) from None
+    if args.graph and (args.type or args.step is not None or args.grep is not None):
+        raise Usage("--graph shows the whole run: leave out --type, --step and --grep")
     # A run cut short by a crash (a flight recorder's partial file) is shown as far as it got.
     rollout = load(args.file, tolerant=True)
-    lines = render_show(rollout.events, types=args.type, steps=steps, grep=args.grep)
+    if args.graph:
+        lines = _graph_lines(rollout.events)
+    else:
+        lines = render_show(rollout.events, types=args.type, steps=steps, grep=args.grep)
     if rollout.cut_short_after is not None:
         lines.insert(0, cut_short_line(rollout.cut_short_after))
     out.write("\n".join(lines) + "\n")
     return EXIT_SAME
+
+
+def _graph_lines(events: Sequence[Event]) -> list[str]:
+    """``rollout show --graph``: the run's causal graph, from its snapshot when it has one."""
+    from ..diff.causal_graph import graph_of_run, render_graph
+
+    graph, recorded = graph_of_run(events)
+    source = "its causal.graph.snapshot" if recorded else "built from its events"
+    lines = render_graph(graph)
+    return [f"causal graph ({source}): {lines[0]}", *lines[1:]]
 
 
 def _diff(args: argparse.Namespace, out: TextIO) -> int:

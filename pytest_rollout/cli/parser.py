@@ -242,6 +242,12 @@ def _add_show(commands: Any) -> None:
     show.add_argument(
         "--grep", metavar="TEXT", help="only events whose JSON contains TEXT (any case)"
     )
+    show.add_argument(
+        "--graph",
+        action="store_true",
+        help="print the run's causal graph instead: its turns and tool calls, and which "
+        "earlier result each turn saw (context) or each call was given (data_flow)",
+    )
 
 
 def _add_audit(commands: Any) -> None:

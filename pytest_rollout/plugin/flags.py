@@ -40,6 +40,7 @@ ANALYZERS: Final = (
     "context_window",
     "tool_decisions",
     "request_envelope",
+    "causal_graph",
 )
 #: The decimal places floats are compared to by default
 #: (``diff.canonical.CanonicalOptions.float_digits``).

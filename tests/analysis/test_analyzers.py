@@ -656,6 +656,7 @@ def test_events_after_one_event_come_in_the_order_of_analyzers() -> None:
         "llm.response.meta",
         "tool.antipattern",
         "error.context",
+        "causal.graph.snapshot",
     ]
     assert all(orjson.loads(orjson.dumps(d)) == d for _, _, d in emitted)
 
@@ -671,6 +672,7 @@ OWN_TYPES = {
     "context_window": {"context.window.snapshot", "context.window.warning"},
     "tool_decisions": {"tool.decision"},
     "request_envelope": {"llm.request.snapshot", "llm.response.meta"},
+    "causal_graph": {"causal.graph.snapshot"},
 }
 
 
@@ -691,7 +693,7 @@ def test_batch_places_events_before_the_recorded_event_they_precede() -> None:
     run = events(full_run())
     emitted = analyze(run, options(*ANALYZERS))
     for index, kind, _ in emitted:
-        if kind == "error.context":
+        if kind in {"error.context", "causal.graph.snapshot"}:
             assert run[index].type == "run.failed"
         elif kind == "llm.request.snapshot":
             assert run[index - 1].type == "llm.turn.started"
