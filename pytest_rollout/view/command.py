@@ -1,8 +1,10 @@
 """``rollout view``: the viewer page for rollouts given on the command line.
 
-One file is shown as a run; a directory as every ``*.jsonl`` under it; two files as a run
+One file is shown as a run; a directory as every ``*.jsonl`` under it, and every partial
+file a crashed run left there (``.<name>.partial``, shown as "cut short"); two files as a run
 each and their difference (the first as the reference, like ``rollout diff``). A file the
-loader refuses is shown with its reason, never skipped silently.
+loader refuses is shown with its reason, never skipped silently. ``--serve`` is
+:mod:`.serve`.
 """
 
 from __future__ import annotations
@@ -11,69 +13,52 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..errors import RolloutError
-from ..format.files import rollouts_in, write_output
+from ..format.files import write_output
 from ..format.gcpause import collector_paused
 from ..safety.sanitize import sanitize
-from .entries import diff_entry, run_entry
+from .listing import collect_entries, rollout_files
 from .page import page_bytes
 
-__all__ = ["collect_entries", "view_command"]
-
-
-def collect_entries(paths: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
-    """The page's title and entries for ``paths``."""
-    if len(paths) == 2 and not any(os.path.isdir(p) for p in paths):
-        a, b = paths
-        name = f"{Path(a).name} vs {Path(b).name}"
-        return name, [diff_entry(a, b, name=name, status="compared")]
-    entries = [run_entry(path, name=name) for path, name in rollouts_in(paths)]
-    title = Path(paths[0]).name if len(paths) == 1 else f"{len(entries)} rollouts"
-    return title, entries
+__all__ = ["collect_entries", "rollout_files", "view_command"]
 
 
 def view_command(
-    paths: Sequence[str], *, out: TextIO, target: str | None = None, serve: bool = False
+    paths: Sequence[str],
+    *,
+    out: TextIO,
+    target: str | None = None,
+    serve: bool = False,
+    descriptors: Path | None = None,
 ) -> int:
-    """Write (or serve) the page; returns the exit status."""
+    """Write (or serve) the page; returns the exit status.
+
+    ``descriptors``: the folder of the descriptors of running viewers (``--serve``; default:
+    the project's, see :mod:`.serve`)."""
+    if serve:
+        from .serve import serve_command  # noqa: PLC0415  (only --serve needs the server)
+
+        return serve_command(paths, out=out, descriptors=descriptors)
     # The entries are trees (no reference cycles) of a hundred thousand containers and more
     # for a long run: the cyclic collector would only walk them again and again.
     with collector_paused():
         title, entries = collect_entries(paths)
-        page = None if serve else page_bytes(f"rollout view: {title}", entries)
-    if page is None:
-        return _serve(f"rollout view: {title}", entries, out)
+        page = page_bytes(f"rollout view: {title}", entries)
     path = _write_page(page, target)
     print(sanitize(str(path)), file=out)
     # A run cut short has a notice and still its events: only a refused entry counts here.
     refused = sum(
         1
         for e in entries
-        if e.get("notice") and (e.get("kind") == "diff" or e.get("totals") is None)
+        if e.get("notice") and (e.get("kind") == "diff" or e.get("state") == "refused")
     )
     if refused:
         print(
             f"{refused} of {len(entries)} rollout(s) could not be loaded: the page says why",
             file=out,
         )
-    return 0
-
-
-def _serve(title: str, entries: list[dict[str, Any]], out: TextIO) -> int:
-    """Serve the page until interrupted (Ctrl-C); returns the exit status."""
-    from .server import ViewServer  # noqa: PLC0415  (only --serve needs the server)
-
-    server = ViewServer(title, entries)
-    print(f"serving {len(entries)} rollout(s) on 127.0.0.1 only; open:", file=out)
-    print(server.url, file=out, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
     return 0
 
 

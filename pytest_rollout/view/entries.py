@@ -114,6 +114,14 @@ def _row(event: Event) -> list[Any]:
     return [event.seq, event.step, event.type, event_detail(event), event.data]
 
 
+def _state(rollout: Rollout | None) -> str:
+    """``"complete"``, ``"cut short"`` (a crash's partial file, loaded as far as it got) or
+    ``"refused"``."""
+    if rollout is None:
+        return "refused"
+    return "complete" if rollout.cut_short_after is None else "cut short"
+
+
 def _run_entry(
     path: str, rollout: Rollout | None, notice: str | None, name: str | None, status: str | None
 ) -> dict[str, Any]:
@@ -127,6 +135,7 @@ def _run_entry(
         "name": shown,
         "path": json_text(path),
         "status": None if status is None else json_text(status),
+        "state": _state(rollout),
         "notice": notice,
         "totals": _totals(summarize(events)) if rollout is not None else None,
         "events": [_row(event) for event in events],
@@ -146,7 +155,8 @@ def run_entry(
 
     The dict: ``kind`` ``"run"``, ``id`` (stable: a digest of name and path), ``name``
     (default: the file name), ``path``, ``status`` (e.g. ``"passed"``, ``"failed"``,
-    ``"recorded"`` or ``None``), ``notice`` (``None``, or why the file was refused:
+    ``"recorded"`` or ``None``), ``state`` (``"complete"``, ``"cut short"`` or
+    ``"refused"``), ``notice`` (``None``, or why the file was refused:
     ``file:line: reason``), ``totals`` and ``events``.
 
     ``totals`` is ``None`` when refused, else: ``first_step`` and ``steps`` (the first and

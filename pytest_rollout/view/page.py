@@ -14,7 +14,9 @@ Rollouts may be hostile, so the page is built to treat every string from them as
   not run a script or load anything.
 
 Given ``data_url`` (a local server), :func:`render_page` embeds no data: the script fetches
-it from that URL, sending the ``#token=...`` of the page's address as ``X-Rollout-Token``.
+it from that URL (with ``?agent=NAME`` when the page's own address has it), sending the
+``#token=...`` of the page's address as ``Authorization: Bearer``; it keeps the token in
+``sessionStorage`` and strips the fragment from the address (``history.replaceState``).
 
 The entries it shows are built in :mod:`pytest_rollout.view.entries`; its script and style
 sheet are the package data files ``viewer.js`` and ``viewer.css`` (:mod:`.assets`). See
@@ -39,6 +41,23 @@ DOM hooks (stable, for tests and tools):
   ``show-more`` (renders the next chunk of rows), ``show-earlier`` (the chunk before a
   window opened at a late first divergence); ``changes`` (the field-level difference);
   ``score``, ``fork`` and ``report`` (the score sentence, fork hint and report text).
+* runs with several agents (any event with a ``data.agent``): ``agent-filter`` (a select:
+  ``value`` ``""`` for all agents, else the agent's number; ``data-agent`` on each named
+  one's option); ``lane-legend`` with one ``lane-name`` button per lane (``data-lane``; a
+  click filters by that agent); ``timeline`` has class ``with-lanes``, and each ``event``
+  ``data-agent`` (``""``: nobody named), ``data-lane`` and a ``ev-lanes`` cell of ``lane``
+  spans (``lane-dot`` in its own lane); a handoff row has ``data-handoff="FROM>TO"`` (lane
+  numbers) and spans ``lane-from-r``/``-l``, ``lane-span``, ``lane-to-r``/``-l``. In a
+  diff the agent is an ``ev-agent`` span instead. ``served-agent``: the data was served for
+  one agent (``?agent=``).
+* call_id links: an ``event`` linked to others by a ``call_id`` has class ``has-links``;
+  hovering or focusing it gives the others class ``linked``; its expanded payload starts
+  with ``links``, ``call-link`` buttons (``data-index``) that scroll to the other event
+  and mark it ``target``. The causal graph: ``graph-toggle`` shows or hides
+  ``graph-edges``, one ``graph-edge`` per edge (``data-from``, ``data-to``), its text
+  ``TO <- FROM (KIND[: "value"])``; hovering it marks the nodes' events ``linked``.
+* a run entry's badge says ``complete``, ``cut short`` or ``refused`` when it has no
+  status.
 * ``body[data-state]`` is ``ready`` once the first view is shown, ``error`` if the data
   could not be read or fetched.
 
@@ -84,10 +103,18 @@ def _script_safe(data: bytes) -> bytes:
     return data
 
 
-def page_data(title: str, entries: Sequence[Mapping[str, Any]]) -> bytes:
+def page_data(
+    title: str, entries: Sequence[Mapping[str, Any]], *, agent: str | None = None
+) -> bytes:
     """The JSON the page reads: ``{"title": ..., "entries": [...]}``, embedded in the page
-    or served at its ``data_url``. ``<``, ``>``, ``&``, U+2028 and U+2029 are escaped."""
-    document = {"title": json_text(title), "entries": [dict(entry) for entry in entries]}
+    or served at its ``data_url``; with ``"agent"`` when the entries hold that agent's
+    events only (:mod:`.agents`). ``<``, ``>``, ``&``, U+2028 and U+2029 are escaped."""
+    document: dict[str, Any] = {
+        "title": json_text(title),
+        "entries": [dict(entry) for entry in entries],
+    }
+    if agent is not None:
+        document["agent"] = json_text(agent)
     return _script_safe(orjson.dumps(document))
 
 
@@ -122,7 +149,7 @@ def render_page(
     """The HTML page showing ``entries`` (run and diff entries), as text.
 
     With ``data_url`` the page embeds no data: its script fetches :func:`page_data` from
-    that URL with the ``X-Rollout-Token`` header set from ``#token=...`` in its address.
+    that URL with an ``Authorization: Bearer`` header, the ``#token=...`` of its address.
     """
     return page_bytes(title, entries, data_url=data_url).decode("utf-8")
 

@@ -3,11 +3,19 @@
 The server listens on 127.0.0.1 at a port the system picks, and answers GET and HEAD only:
 
 - ``/`` is the page shell (the viewer's code, no rollout data); ``/data.json`` is the data,
-  answered only to a request carrying the session's random token in ``X-Rollout-Token``.
-  The token travels in the URL's fragment (``#token=...``), which browsers never send to a
-  server, and the page's script puts it in that header. Nothing is logged.
-- A request whose ``Host`` is not this server's address (DNS rebinding), that carries a
-  body, or that uses another method is refused before anything else is read.
+  answered only to a request carrying the session's random token, as
+  ``Authorization: Bearer <token>`` (or in ``X-Rollout-Token``). The token travels in the
+  URL's fragment (``#token=...``), which browsers never send to a server; the page's script
+  keeps it in ``sessionStorage``, strips it from the address and sends it in that header.
+  ``/data.json?agent=NAME`` is the data with that agent's events only
+  (:func:`~.agents.entry_for_agent`). ``/health`` (with the token) names the server's process,
+  for a second ``rollout view --serve`` to find it alive (:mod:`.descriptor`). Nothing is
+  logged.
+- A request whose ``Host`` is not this server's address (DNS rebinding), whose ``Origin``
+  is present and not this server's own (another site's script), that carries a body, or
+  that uses another method is refused before anything else is read.
+- Given ``reload``, the data follows the files: each data request asks it for new entries
+  (it returns ``None`` when nothing changed).
 - Every response, refusals and errors included (a malformed request line, an unknown
   method, an over-long URI or header), carries the page's strict Content-Security-Policy and
   headers that forbid sniffing, framing, referrers and caching; an error's body is its status
@@ -21,29 +29,75 @@ from __future__ import annotations
 
 import hmac
 import io
+import os
 import secrets
 import socket
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Final
+from urllib.parse import parse_qs, urlsplit
 
+import orjson
+
+from .agents import entry_for_agent
+from .descriptor import HEALTH_PATH
 from .page import content_security_policy, page_bytes, page_data
 
-__all__ = ["REQUEST_TIMEOUT", "TOKEN_HEADER", "ViewServer"]
+__all__ = ["REQUEST_TIMEOUT", "TOKEN_HEADER", "Reload", "ViewServer"]
 
 TOKEN_HEADER: Final = "X-Rollout-Token"
 DATA_PATH: Final = "/data.json"
 #: Seconds a client has to send its request (and to take each write of the answer).
 REQUEST_TIMEOUT: Final = 5.0
+#: The data of this many agents' views is kept, besides the whole data.
+AGENT_VIEWS_KEPT: Final = 8
+
+#: New ``(title, entries)`` when the rollouts changed, else ``None``.
+Reload = Callable[[], "tuple[str, Sequence[Mapping[str, Any]]] | None"]
+
+
+class _Content:
+    """The data served, whole or for one agent, made once per rollouts and agent."""
+
+    def __init__(
+        self, title: str, entries: Sequence[Mapping[str, Any]], reload: Reload | None
+    ) -> None:
+        self._lock = threading.Lock()
+        self._reload = reload
+        self._set(title, entries)
+
+    def _set(self, title: str, entries: Sequence[Mapping[str, Any]]) -> None:
+        self._title = title
+        self._entries = entries
+        self._whole = page_data(title, entries)
+        self._by_agent: dict[str, bytes] = {}
+
+    def data(self, agent: str | None) -> bytes:
+        with self._lock:
+            fresh = self._reload() if self._reload is not None else None
+            if fresh is not None:
+                self._set(*fresh)
+            if agent is None:
+                return self._whole
+            data = self._by_agent.get(agent)
+            if data is None:
+                entries = [entry_for_agent(entry, agent) for entry in self._entries]
+                data = page_data(self._title, entries, agent=agent)
+                if len(self._by_agent) >= AGENT_VIEWS_KEPT:
+                    del self._by_agent[next(iter(self._by_agent))]
+                self._by_agent[agent] = data
+            return data
 
 
 class ViewServer:
     """The viewer of ``entries`` served on 127.0.0.1 (``port=0``: any free port).
 
     ``timeout``: seconds a client has to send its whole request, and to take each write
-    of the answer, before its connection is closed.
+    of the answer, before its connection is closed. ``reload``: asked for new entries at
+    each data request (see the module docstring).
     """
 
     def __init__(
@@ -53,15 +107,19 @@ class ViewServer:
         *,
         port: int = 0,
         timeout: float = REQUEST_TIMEOUT,
+        reload: Reload | None = None,
     ) -> None:
         self.token = secrets.token_urlsafe(32)
         shell = page_bytes(title, [], data_url=DATA_PATH)
-        data = page_data(title, entries)
-        handler = _handler(shell, data, self.token, content_security_policy(), timeout)
+        content = _Content(title, entries, reload)
+        handler = _handler(shell, content, self.token, content_security_policy(), timeout)
         self._server = _QuietServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
         handler.hosts = frozenset({f"127.0.0.1:{self.port}", f"localhost:{self.port}"})
+        handler.origins = frozenset({f"http://{host}" for host in handler.hosts})
+        self._state = threading.Lock()
+        self._started = self._closed = False
 
     @property
     def url(self) -> str:
@@ -69,10 +127,19 @@ class ViewServer:
         return f"http://127.0.0.1:{self.port}/#token={self.token}"
 
     def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown` (at once when it was shut down already)."""
+        with self._state:
+            if self._closed:
+                return
+            self._started = True
         self._server.serve_forever(poll_interval=0.2)
 
     def shutdown(self) -> None:
-        self._server.shutdown()
+        """Stop serving (waiting for :meth:`serve_forever` if it started) and close."""
+        with self._state:
+            started, self._closed = self._started, True
+        if started:
+            self._server.shutdown()
         self._server.server_close()
 
 
@@ -103,12 +170,14 @@ class _QuietServer(ThreadingHTTPServer):
         """Log nothing, as for the requests themselves."""
 
 
-def _handler(shell: bytes, data: bytes, token: str, csp: str, timeout: float) -> type[_Handler]:
+def _handler(
+    shell: bytes, content: _Content, token: str, csp: str, timeout: float
+) -> type[_Handler]:
     class Handler(_Handler):
         pass
 
     Handler.shell = shell
-    Handler.data = data
+    Handler.content = content
     Handler.token = token
     Handler.csp = csp
     Handler.timeout = timeout
@@ -117,10 +186,11 @@ def _handler(shell: bytes, data: bytes, token: str, csp: str, timeout: float) ->
 
 class _Handler(BaseHTTPRequestHandler):
     shell: bytes = b""
-    data: bytes = b""
+    content: _Content
     token: str = ""
     csp: str = ""
     hosts: frozenset[str] = frozenset()
+    origins: frozenset[str] = frozenset()
     timeout: ClassVar[float] = REQUEST_TIMEOUT
     server_version = "rollout-view"
     sys_version = ""
@@ -180,24 +250,44 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("Host", "") not in self.hosts:
             self._refuse(421, "this server answers requests for its own address only")
             return False
+        if any(origin not in self.origins for origin in self.headers.get_all("Origin", [])):
+            self._refuse(403, "this server answers its own page only, not another origin")
+            return False
         length = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") or (length not in (None, "0")):
             self._refuse(413, "this server accepts no request bodies")
             return False
         return True
 
+    def _authorized(self) -> bool:
+        """Whether the request carries the token (``Authorization: Bearer``, or the
+        ``X-Rollout-Token`` header); else it is refused."""
+        bearer = self.headers.get("Authorization", "")
+        scheme, _, given = bearer.partition(" ")
+        if scheme.lower() != "bearer":
+            given = self.headers.get(TOKEN_HEADER, "")
+        if hmac.compare_digest(given.strip().encode("latin-1", "replace"), self.token.encode()):
+            return True
+        self._refuse(403, "a valid token is required")
+        return False
+
     def _answer(self, *, head: bool) -> None:
         if not self._checked():
             return
-        path = self.path.split("?", 1)[0]
-        if path == "/":
+        parts = urlsplit(self.path)
+        if parts.path == "/":
             self._send(200, self.shell, "text/html; charset=utf-8", head=head)
-        elif path == DATA_PATH:
-            given = self.headers.get(TOKEN_HEADER, "")
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                self._refuse(403, "a valid token is required")
+        elif parts.path == DATA_PATH:
+            if not self._authorized():
                 return
-            self._send(200, self.data, "application/json", head=head)
+            agent = parse_qs(parts.query).get("agent", [None])[0]
+            data = self.content.data(agent)
+            self._send(200, data, "application/json", head=head)
+        elif parts.path == HEALTH_PATH:
+            if not self._authorized():
+                return
+            health = orjson.dumps({"service": "rollout-view", "pid": os.getpid()})
+            self._send(200, health, "application/json", head=head)
         else:
             self._refuse(404, "not found")
 

@@ -1,18 +1,24 @@
-"""``rollout view --serve``: 127.0.0.1 only, a token on the data, no bodies, no logs."""
+"""``rollout view --serve``: 127.0.0.1 only, a token on the data, no foreign origin, no
+bodies, no logs; one agent's data on request."""
 
 from __future__ import annotations
 
 import http.client
+import os
 import select
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import orjson
 import pytest
+from agent_runs import EVIL_AGENT, write_agent_run
 
-from pytest_rollout.view.entries import run_entry
+from pytest_rollout.view.descriptor import HEALTH_PATH
+from pytest_rollout.view.entries import diff_entry, run_entry
 from pytest_rollout.view.page import content_security_policy, page_data
 from pytest_rollout.view.server import DATA_PATH, REQUEST_TIMEOUT, TOKEN_HEADER, ViewServer
 
@@ -21,12 +27,13 @@ pytestmark = pytest.mark.slow  # a server on loopback
 GOLDEN = Path(__file__).resolve().parents[2] / "examples" / "weather" / "golden"
 
 
-@pytest.fixture
+# One server per module: each test sends its own requests, and no request changes it.
+@pytest.fixture(scope="module")
 def server() -> Iterator[ViewServer]:
     yield from _serving()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def impatient() -> Iterator[ViewServer]:
     """A server that closes a silent connection after 0.2 s."""
     yield from _serving(timeout=0.2)
@@ -238,3 +245,118 @@ def test_a_timely_request_is_still_answered(impatient: ViewServer) -> None:
 
 def test_the_default_idle_timeout_is_a_few_seconds() -> None:
     assert 1 <= REQUEST_TIMEOUT <= 30
+
+
+# -- the token as a Bearer, foreign origins, one agent's data, health, fresh data ---------
+
+
+def test_the_data_accepts_the_token_as_a_bearer(server: ViewServer) -> None:
+    bearer = {"Authorization": f"Bearer {server.token}"}
+    assert _request(server, DATA_PATH, headers=bearer).status == 200
+    assert _request(server, DATA_PATH, headers={"Authorization": "Bearer wrong"}).status == 403
+    assert _request(server, DATA_PATH, headers={"Authorization": server.token}).status == 403
+    basic = {"Authorization": f"Basic {server.token}"}
+    assert _request(server, DATA_PATH, headers=basic).status == 403
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1"]
+)
+def test_a_foreign_origin_is_refused(server: ViewServer, origin: str) -> None:
+    bearer = {"Authorization": f"Bearer {server.token}"}
+    response = _request(server, DATA_PATH, headers={**bearer, "Origin": origin})
+    assert response.status == 403
+    assert _request(server, "/", headers={"Origin": origin}).status == 403
+
+
+def test_its_own_origin_is_answered(server: ViewServer) -> None:
+    bearer = {"Authorization": f"Bearer {server.token}"}
+    for own in (f"http://127.0.0.1:{server.port}", f"http://localhost:{server.port}"):
+        assert _request(server, DATA_PATH, headers={**bearer, "Origin": own}).status == 200
+
+
+def test_health_names_the_process_to_the_token_only(server: ViewServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", HEALTH_PATH, headers={"Authorization": f"Bearer {server.token}"})
+    response = connection.getresponse()
+    assert response.status == 200
+    assert orjson.loads(response.read()) == {"service": "rollout-view", "pid": os.getpid()}
+    assert _request(server, HEALTH_PATH).status == 403
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ViewServer]:
+    """A server of a run with several agents, and of that run against another."""
+    folder = tmp_path_factory.mktemp("agents")
+    run = write_agent_run(folder / "multi.jsonl")
+    other = write_agent_run(folder / "other.jsonl", evil="closer")
+    entries = [run_entry(str(run)), diff_entry(str(run), str(other), name="diff")]
+    running = ViewServer("agents", entries)
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    yield running
+    running.shutdown()
+    thread.join(timeout=5)
+
+
+def _agent_data(server: ViewServer, query: str) -> dict[str, Any]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    headers = {"Authorization": f"Bearer {server.token}"}
+    connection.request("GET", f"{DATA_PATH}{query}", headers=headers)
+    response = connection.getresponse()
+    assert response.status == 200
+    return dict(orjson.loads(response.read()))
+
+
+def _seqs(run: dict[str, Any]) -> list[int]:
+    return [row[0] for row in run["events"]]
+
+
+def test_the_data_of_one_agent(agents: ViewServer) -> None:
+    whole = _agent_data(agents, "")
+    assert "agent" not in whole
+    assert len(whole["entries"][0]["events"]) == 14
+    billing = _agent_data(agents, "?agent=billing")
+    assert billing["agent"] == "billing"
+    run = billing["entries"][0]
+    # Its events, the handoffs to and from it, the run's start and end.
+    assert _seqs(run) == [0, 5, 6, 7, 8, 9, 10, 13]
+    assert run["agent"] == "billing"
+    assert run["totals"] == whole["entries"][0]["totals"]  # about the whole run
+    evil = _agent_data(agents, "?agent=" + quote(EVIL_AGENT))
+    assert evil["agent"] == EVIL_AGENT
+    assert _seqs(evil["entries"][0]) == [0, 10, 11, 13]
+    assert _seqs(_agent_data(agents, "?agent=nobody")["entries"][0]) == [0, 13]
+    assert _agent_data(agents, "?agent=")["entries"] == whole["entries"]
+
+
+def test_the_diff_of_one_agent_is_renumbered(agents: ViewServer) -> None:
+    diff = _agent_data(agents, "?agent=billing")["entries"][1]
+    for side in ("golden", "run"):
+        assert _seqs(diff[side]) == [0, 5, 6, 7, 8, 9, 10, 13]
+    comparison = diff["comparison"]
+    shown = [(s["step"], s["golden"], s["run"]) for s in comparison["steps"]]
+    assert shown == [(0, [0], [0]), (2, [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]), (3, [6, 7], [6, 7])]
+    first = comparison["first"]
+    assert first["step"] == 3
+    # The first divergence is the handoff to the third agent: kept, and renumbered.
+    assert diff["golden"]["events"][first["golden_event"]][2] == "handoff"
+    assert diff["run"]["events"][first["run_event"]][4]["to"] == "closer"
+
+
+def test_the_data_follows_a_reload(tmp_path: Path) -> None:
+    path = next(GOLDEN.rglob("*.jsonl"))
+    fresh: list[tuple[str, list[dict[str, Any]]]] = []
+    running = ViewServer(
+        "old", [run_entry(str(path))], reload=lambda: fresh.pop() if fresh else None
+    )
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert orjson.loads(_data(running, running.token).read())["title"] == "old"
+        fresh.append(("new", []))
+        assert orjson.loads(_data(running, running.token).read()) == {"title": "new", "entries": []}
+        assert orjson.loads(_data(running, running.token).read())["title"] == "new"
+    finally:
+        running.shutdown()
+        thread.join(timeout=5)

@@ -23,7 +23,7 @@ from pytest_rollout.format.events import Event
 from pytest_rollout.format.files import atomic_write
 from pytest_rollout.format.loader import load
 from pytest_rollout.format.recorder import Recorder
-from pytest_rollout.view.command import view_command
+from pytest_rollout.view.command import collect_entries, view_command
 from pytest_rollout.view.entries import diff_entry, run_entry
 from pytest_rollout.view.page import content_security_policy, page_data, render_page
 
@@ -590,3 +590,42 @@ def test_the_page_is_put_in_place_whole_but_not_flushed_to_disk(
     # What else is written atomically is flushed, as before.
     atomic_write(tmp_path / "golden.jsonl", b"{}\n")
     assert len(synced) == 2  # the file, then its folder
+
+
+# -- the listing: a crash's partial file is "cut short", a whole run "complete" ---------------
+
+
+def test_a_directory_lists_a_crashed_runs_partial_file_as_cut_short(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    (runs / "sub").mkdir(parents=True)
+    record_trip(runs / "whole.jsonl")
+    lines = record_trip(tmp_path / "crashed.jsonl").read_bytes().splitlines(keepends=True)
+    (runs / "sub" / ".crashed.jsonl.partial").write_bytes(b"".join(lines[:-2]))
+    (runs / "notes.txt").write_text("not a rollout", encoding="utf-8")
+    out = io.StringIO()
+    status = view_command([str(runs)], out=out, target=str(tmp_path / "page.html"))
+    assert status == 0
+    assert out.getvalue() == f"{tmp_path / 'page.html'}\n"  # nothing refused
+    _, data = split_page((tmp_path / "page.html").read_text(encoding="utf-8"))
+    shown = {e["name"]: e for e in orjson.loads(data)["entries"]}
+    assert list(shown) == ["sub/.crashed.jsonl.partial", "whole.jsonl"]
+    crashed = shown["sub/.crashed.jsonl.partial"]
+    assert crashed["state"] == "cut short"
+    assert crashed["notice"].startswith("cut short after event")
+    assert len(crashed["events"]) == len(lines) - 2
+    assert shown["whole.jsonl"]["state"] == "complete"
+
+
+def test_a_directory_with_only_a_partial_file_is_listed(tmp_path: Path) -> None:
+    lines = record_trip(tmp_path / "crashed.jsonl").read_bytes().splitlines(keepends=True)
+    (tmp_path / "crashed.jsonl").unlink()
+    (tmp_path / ".crashed.jsonl.partial").write_bytes(b"".join(lines[:-1]))
+    _, entries = collect_entries([str(tmp_path)])
+    assert [(e["name"], e["state"]) for e in entries] == [(".crashed.jsonl.partial", "cut short")]
+
+
+def test_a_refused_file_has_the_refused_state(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"{oops\n")
+    assert run_entry(str(bad))["state"] == "refused"
+    assert run_entry(str(LYON))["state"] == "complete"

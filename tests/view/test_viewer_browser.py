@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from agent_runs import EVIL_AGENT, write_agent_run
 from test_viewer import (
     HOSTILE,
     HOSTILE_TEXT,
@@ -355,11 +357,24 @@ def server(report: tuple[str, list[dict[str, Any]]]) -> Iterator[ViewServer]:
 def test_the_served_page_fetches_its_data_with_the_token(
     watched: Watched, server: ViewServer
 ) -> None:
-    watched.open(server.url)
     page = watched.page
+    sent: list[dict[str, str]] = []
+    page.on(
+        "request",
+        lambda r: sent.append(r.headers) if r.url.endswith("/data.json") else None,
+    )
+    watched.open(server.url)
     expect(page.locator(".entry")).to_have_count(4)
     expect(page.locator(".step-row.first-divergence")).to_be_in_viewport()
     root = f"http://127.0.0.1:{server.port}/"
+    # The token left the address for this tab's sessionStorage, and went as a Bearer.
+    assert page.evaluate("location.href") == root
+    assert page.evaluate("sessionStorage.getItem('rollout-view-token')") == server.token
+    assert [h.get("authorization") for h in sent] == [f"Bearer {server.token}"]
+    page.reload()
+    page.wait_for_selector("body[data-state=ready]")
+    expect(page.locator(".entry")).to_have_count(4)
+    assert [h.get("authorization") for h in sent] == [f"Bearer {server.token}"] * 2
     watched.assert_clean(root, root + "data.json")
 
 
@@ -460,3 +475,119 @@ def test_tokens_a_run_did_not_report_are_not_shown_as_counts(
     assert shown["input tokens"] == "1200 (1000 cache read, 150 cache write)"
     assert shown["output tokens"] == "40 (usage from 1 of 2 turns)"
     watched.assert_clean(url)
+
+
+# -- runs with several agents: lanes, the filter by agent, call_id links, the causal graph --
+
+
+@pytest.fixture
+def agents_page(tmp_path: Path) -> str:
+    """A run with three agents (one named with markup) beside a crashed run's partial file."""
+    run = write_agent_run(tmp_path / "multi.jsonl")
+    lines = record_trip(tmp_path / "crashed.jsonl").read_bytes().splitlines(keepends=True)
+    partial = tmp_path / ".crashed.jsonl.partial"
+    partial.write_bytes(b"".join(lines[:-2]))
+    return write_page(tmp_path / "agents.html", [run_entry(str(run)), run_entry(str(partial))])
+
+
+def shown_seqs(page: Any) -> list[int]:
+    seqs: list[str] = page.locator("#view .event .ev-seq").all_inner_texts()
+    return [int(seq) for seq in seqs]
+
+
+def test_actor_lanes_and_handoffs_are_drawn(watched: Watched, agents_page: str) -> None:
+    watched.open(agents_page)
+    page = watched.page
+    badges = page.locator(".entry .badge").all_inner_texts()
+    assert badges == ["cut short", "complete"]  # the crashed run first, as a failure
+    page.locator(".entry", has_text="multi.jsonl").click()
+    legend = page.locator(".lane-legend .lane-name").all_inner_texts()
+    assert legend == ["triage", "billing", EVIL_AGENT, "(no agent)"]
+    expect(page.locator(".timeline.with-lanes")).to_have_count(1)
+    rows = page.locator("#view .event")
+    lanes = rows.evaluate_all("rs => rs.map(r => [r.dataset.lane, r.dataset.handoff || null])")
+    unnamed, triage, billing, evil = ["3", None], ["0", None], ["1", None], ["2", None]
+    assert lanes == [
+        unnamed,
+        *[triage] * 4,
+        ["0", "0>1"],  # the handoff from triage to billing
+        *[billing] * 4,
+        ["1", "1>2"],
+        evil,
+        unnamed,
+        unnamed,
+    ]
+    assert rows.nth(5).locator(".lane-from-r").count() == 1
+    assert rows.nth(5).locator(".lane-to-r").count() == 1
+    expect(page.locator("#view .lane-dot")).to_have_count(12)
+    # The agent named with markup is text: no element made, no script run.
+    assert page.evaluate("document.querySelectorAll('img, svg, iframe, object').length") == 0
+    watched.assert_clean(agents_page)
+
+
+def test_filter_by_agent_call_id_links_and_the_causal_graph(
+    watched: Watched, agents_page: str
+) -> None:
+    watched.open(agents_page)
+    page = watched.page
+    page.locator(".entry", has_text="multi.jsonl").click()
+    page.select_option("#agent-filter", label="billing")
+    # Its events, the handoffs to and from it, the run's start and end.
+    expect(page.locator("#view .event")).to_have_count(8)
+    assert shown_seqs(page) == [0, 5, 6, 7, 8, 9, 10, 13]
+    page.select_option("#agent-filter", label=EVIL_AGENT)
+    expect(page.locator("#view .event")).to_have_count(4)
+    assert shown_seqs(page) == [0, 10, 11, 13]
+    page.locator(".lane-legend .lane-name", has_text="(no agent)").click()  # a chip
+    expect(page.locator("#view .event")).to_have_count(3)
+    assert shown_seqs(page) == [0, 12, 13]
+    page.select_option("#agent-filter", value="")
+    expect(page.locator("#view .event")).to_have_count(14)
+    # The turn that announced call c1 and the call's two events are linked.
+    linked = page.locator("#view .event.linked .ev-seq")
+    page.locator(".event[data-index='2']").hover()
+    expect(linked).to_have_text(["3", "4"])
+    page.locator(".event[data-index='0']").hover()
+    expect(linked).to_have_count(0)
+    page.locator(".event[data-index='4']").click()
+    links = page.locator(".links .call-link")
+    expect(links).to_have_text(["seq 2 llm.turn.completed", "seq 3 tool.call.started"])
+    links.first.click()
+    expect(page.locator(".event.target")).to_have_attribute("data-index", "2")
+    # The causal graph's edges, on demand.
+    edges = page.locator(".graph-edge")
+    expect(edges).to_have_count(0)
+    page.click("#graph-toggle")
+    expect(edges).to_have_text(
+        ["turn:2 <- call:c1 (context)", 'call:c2 <- call:c1 (data_flow: "ACC-12345")']
+    )
+    edges.nth(1).locator("button").hover()
+    expect(linked).to_have_text(["2", "3", "4", "7", "8", "9"])
+    page.click("#graph-toggle")
+    expect(edges.first).to_be_hidden()
+    assert page.evaluate("document.querySelectorAll('img, svg, iframe, object').length") == 0
+    watched.assert_clean(agents_page)
+
+
+def test_the_served_page_of_one_agent(watched: Watched, tmp_path: Path) -> None:
+    run = write_agent_run(tmp_path / "multi.jsonl")
+    served = ViewServer("Agents", [run_entry(str(run))])
+    thread = threading.Thread(target=served.serve_forever, daemon=True)
+    thread.start()
+    try:
+        root = f"http://127.0.0.1:{served.port}/"
+        query = "?agent=" + quote(EVIL_AGENT)
+        watched.open(f"{root}{query}#token={served.token}")
+        page = watched.page
+        assert page.evaluate("location.href") == root + query
+        expect(page.locator(".served-agent")).to_contain_text(EVIL_AGENT)
+        assert shown_seqs(page) == [0, 10, 11, 13]  # as the server sent them
+        selected = page.eval_on_selector("#agent-filter", "s => s.selectedOptions[0].text")
+        assert selected == EVIL_AGENT
+        assert page.evaluate("document.querySelectorAll('img, svg, iframe, object').length") == 0
+        # The page asks for the data of the agent its address names (encodeURIComponent).
+        asked = "data.json?agent=" + quote(EVIL_AGENT, safe="!*'()")
+        watched.assert_clean(root + query, root + asked)
+    finally:
+        served.shutdown()
+        thread.join()
