@@ -6,6 +6,8 @@ written as OTLP/JSON by ``otel_traces.otlp_line``.
 * :func:`agents_trace`: an Agents SDK agent with one tool, its tracing bridged to
   OpenTelemetry by ``openinference-instrumentation-openai-agents`` (the SDK has no
   OpenTelemetry support of its own), on the Responses or the Chat Completions model.
+* :func:`agents_handoff_trace`: a ``triage`` agent that hands off to a ``billing`` agent
+  (which has the tool), the same way.
 * :func:`openai_v2_trace`: the Chat Completions agent of ``sdk_agents.py`` under the official
   instrumentation of the OpenAI client, inside a span of the application (the
   instrumentation makes one span a model call and none for the tools). It runs in a child
@@ -101,6 +103,43 @@ def agents_trace(
 
     try:
         asyncio.run(run())
+    finally:
+        agents.set_trace_processors([])
+    return otlp_line(exporter.get_finished_spans())
+
+
+def agents_handoff_trace(script: Sequence[Any], *, api: str = OPENAI_RESPONSES) -> bytes:
+    """One OTLP/JSON line: a ``triage`` agent with a handoff to a ``billing`` agent that has
+    ``get_weather``, against the scripted model (the first turn calls
+    ``transfer_to_billing``), traced through OpenInference."""
+    import agents
+    from openinference.instrumentation.openai_agents._processor import (
+        OpenInferenceTracingProcessor,
+    )
+
+    provider, exporter = _memory()
+    agents.set_trace_processors([OpenInferenceTracingProcessor(provider.get_tracer("oi"))])
+    fake = FakeModel(api, list(script))
+    client = openai.AsyncOpenAI(
+        api_key="sk-test",
+        base_url=OPENAI_BASE_URL,
+        http_client=httpx2.AsyncClient(transport=fake.transport()),
+        max_retries=0,
+    )
+    model_class = (
+        agents.OpenAIResponsesModel
+        if api == OPENAI_RESPONSES
+        else agents.OpenAIChatCompletionsModel
+    )
+    model = model_class(model="gpt-4o-mini", openai_client=client)
+    billing = agents.Agent(
+        name="billing", instructions=SYSTEM, model=model, tools=[agents.function_tool(get_weather)]
+    )
+    triage = agents.Agent(
+        name="triage", instructions="Route the question.", model=model, handoffs=[billing]
+    )
+    try:
+        asyncio.run(agents.Runner.run(triage, QUESTION))
     finally:
         agents.set_trace_processors([])
     return otlp_line(exporter.get_finished_spans())

@@ -4,6 +4,9 @@ A pydantic-ai agent with its built-in instrumentation runs against the scripted 
 OpenAI API (``fake_models.py``); the official ``opentelemetry-sdk`` keeps its spans in memory,
 and the SDK's own OTLP encoder turns them into an ``ExportTraceServiceRequest``, written as
 one JSON line (protobuf's JSON mapping: ids in base64, which the importer reads too).
+
+:func:`pydantic_ai_delegation_trace` is a run with two agents: a router whose tool asks a
+forecaster agent (pydantic-ai's delegation: an agent run inside a tool call).
 """
 
 from __future__ import annotations
@@ -78,6 +81,45 @@ def pydantic_ai_trace(
 
     with contextlib.suppress(LookupError):  # the run failed: its trace says so
         asyncio.run(run())
+    return otlp_line(exporter.get_finished_spans())
+
+
+def pydantic_ai_delegation_trace(
+    script: Sequence[Any], question: str = "Weather in Paris?"
+) -> bytes:
+    """One OTLP/JSON line: a ``router`` agent whose tool ``ask_forecaster`` runs a
+    ``forecaster`` agent (with ``get_weather``), both against the scripted model."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    fake = FakeModel(OPENAI_CHAT, list(script))
+    client = openai.AsyncOpenAI(
+        api_key="sk-test",
+        base_url=OPENAI_BASE_URL,
+        http_client=httpx2.AsyncClient(transport=fake.transport()),
+    )
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+    capabilities = [Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))]
+    forecaster = Agent(
+        model,
+        name="forecaster",
+        tools=[Tool(get_weather)],
+        system_prompt="You forecast the weather.",
+        capabilities=capabilities,
+    )
+
+    async def ask_forecaster(question: str) -> str:
+        """Ask the forecaster about the weather."""
+        return (await forecaster.run(question)).output
+
+    router = Agent(
+        model,
+        name="router",
+        tools=[Tool(ask_forecaster)],
+        system_prompt="You route questions.",
+        capabilities=capabilities,
+    )
+    asyncio.run(router.run(question))
     return otlp_line(exporter.get_finished_spans())
 
 

@@ -3,10 +3,10 @@
 :mod:`.otlp` reads and writes OTLP/JSON trace files, :mod:`.conventions` holds the GenAI
 semantic conventions' names and message shapes, :mod:`.openinference` reads OpenInference
 spans as GenAI ones, :mod:`.mapping` turns one span's attributes into an event's payload and
-back, :mod:`.fit` makes an imported payload fit the loader's schema, :mod:`.importer` makes
-a rollout of a trace and
-:mod:`.exporter` a trace of a rollout. No OpenTelemetry package is needed: the files are
-plain JSON.
+back, :mod:`.agents` says which agent each span speaks for and reads handoffs, :mod:`.fit`
+makes an imported payload fit the loader's schema, :mod:`.importer` makes a rollout of a
+trace and :mod:`.exporter` a trace of a rollout. No OpenTelemetry package is needed: the
+files are plain JSON.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from .otlp import Span, SpanEvent
 __all__ = [
     "AGENT",
     "CHAT",
+    "HANDOFF",
     "TOOL",
     "input_messages",
     "legacy_tool_attribute",
@@ -39,6 +40,12 @@ OPERATION: Final = "gen_ai.operation.name"
 CHAT: Final = "chat"
 TOOL: Final = "execute_tool"
 AGENT: Final = "invoke_agent"
+#: Control passed from one agent to another. The conventions name no handoff operation
+#: yet: this is the name OpenTelemetry's instrumentation of the OpenAI Agents SDK
+#: (``opentelemetry-instrumentation-openai-agents-v2``) writes; Sentry's ``handoff`` and
+#: the Agents SDK's own span data (``type`` ``handoff``) are read as it.
+HANDOFF: Final = "agent_handoff"
+_HANDOFFS: Final = frozenset({HANDOFF, "handoff"})
 #: Other operations that are a model call (one step).
 _MODEL_CALLS: Final = frozenset({CHAT, "text_completion", "generate_content"})
 
@@ -48,6 +55,7 @@ RESPONSE_MODEL: Final = "gen_ai.response.model"
 PROVIDER: Final = "gen_ai.provider.name"
 SYSTEM: Final = "gen_ai.system"  # the previous name of gen_ai.provider.name
 AGENT_NAME: Final = "gen_ai.agent.name"
+AGENT_ID: Final = "gen_ai.agent.id"
 CONVERSATION: Final = "gen_ai.conversation.id"
 INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
@@ -97,14 +105,21 @@ _INDEXED: Final = re.compile(r"gen_ai\.(prompt|completion)\.(\d+)\.(.+)")
 
 
 def operation(span: Span) -> str | None:
-    """What a span is: ``chat`` (any model call), ``execute_tool``, ``invoke_agent`` or
-    ``None``; from ``gen_ai.operation.name``, else from the older span names."""
+    """What a span is: ``chat`` (any model call), ``execute_tool``, ``invoke_agent``,
+    ``agent_handoff`` or ``None``; from ``gen_ai.operation.name``, else from the older span
+    names."""
     op = span.attributes.get(OPERATION)
+    if op is not None and not isinstance(op, str):
+        return None  # an array or a number: no operation (and not a key of a set)
     if op in _MODEL_CALLS:
         return CHAT
     if op in (TOOL, AGENT):
         return str(op)
+    if op in _HANDOFFS:
+        return HANDOFF
     if op is None:
+        if span.attributes.get("type") == "handoff":
+            return HANDOFF
         if span.name in ("running tool", "running tools") and TOOL_NAME in span.attributes:
             return TOOL
         if span.name == "agent run":

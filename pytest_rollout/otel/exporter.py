@@ -8,6 +8,11 @@ span event of the agent span. Each span's times are its events' times (moved on 
 nanosecond where two events share one), and the trace and span ids are derived from the
 run's id and test id, so exporting the same run twice gives the same bytes.
 
+In a run with several agents each span names its event's agent
+(``gen_ai.agent.name``), the spans of each stretch of one agent's events are the children of
+an ``invoke_agent <agent>`` span, and a ``handoff`` event is an ``agent_handoff`` span
+(:mod:`.agents`). A run where nobody is named is exported exactly as before.
+
 What the conventions cannot say is carried in ``pytest_rollout.*`` attributes (see
 :mod:`.mapping`): the exporter reads each span back the way the importer will and keeps
 only the difference, so ``rollout import otel`` of an export equals the original run.
@@ -26,6 +31,7 @@ from typing import Any, Final
 import orjson
 
 from ..format.events import (
+    HANDOFF,
     LLM_TURN_COMPLETED,
     LLM_TURN_STARTED,
     RUN_STARTED,
@@ -34,6 +40,7 @@ from ..format.events import (
     TOOL_CALL_STARTED,
     Event,
 )
+from . import agents as a
 from . import conventions as c
 from . import mapping as m
 from .importer import EXPORTER_SCOPE
@@ -131,13 +138,44 @@ class _Builder:
     model: Any = None
     last_content: Any = None
     cost: float | None = None
+    stretch: _Draft | None = None  # the invoke_agent span of the acting agent's stretch
+    stretches: list[_Draft] = field(default_factory=list)
 
-    def new(self, name: str, kind: int, start: int, attributes: dict[str, Any]) -> _Draft:
+    def new(
+        self, name: str, kind: int, start: int, attributes: dict[str, Any], event: Event | None
+    ) -> _Draft:
+        """A new span, the child of the run's span, or of the agent's stretch that
+        ``event`` belongs to; it names ``event``'s agent."""
         digest = hashlib.sha256(f"{self.trace_id}:{len(self.spans)}".encode()).hexdigest()
-        parent = None if self.agent is None else self.agent.span_id
+        home = self.agent if event is None else self._home(event)
+        parent = None if home is None else home.span_id
+        agent = None if event is None else _agent(event)
+        if agent is not None:
+            attributes[c.AGENT_NAME] = agent
         draft = _Draft(digest[:16], name, kind, start, attributes, parent)
         self.spans.append(draft)
         return draft
+
+    def _home(self, event: Event) -> _Draft | None:
+        """The span an event's spans and span events go under: its agent's stretch, or the
+        run's span."""
+        stretch = self.stretch
+        agent = _agent(event)
+        if stretch is not None and agent is not None and stretch.attributes[c.AGENT_NAME] == agent:
+            return stretch
+        return self.agent
+
+    def follow(self, event: Event, time_ns: int) -> None:
+        """Open an ``invoke_agent`` span where another agent starts acting; events that name
+        nobody leave the stretch open."""
+        agent = _agent(event)
+        if agent is None or event.type == RUN_STARTED or event.type in TERMINAL_TYPES:
+            return
+        if self.stretch is None or self.stretch.attributes[c.AGENT_NAME] != agent:
+            attrs = {c.OPERATION: c.AGENT, c.AGENT_NAME: agent}
+            self.stretch = self.new(f"{c.AGENT} {agent}", _KIND_INTERNAL, time_ns, attrs, None)
+            self.stretches.append(self.stretch)
+        self.stretch.end = time_ns
 
     def add(self, event: Event, time_ns: int) -> None:
         handler = {
@@ -146,17 +184,21 @@ class _Builder:
             LLM_TURN_COMPLETED: self.turn_completed,
             TOOL_CALL_STARTED: self.tool_started,
             TOOL_CALL_COMPLETED: self.tool_completed,
+            HANDOFF: self.handoff,
         }.get(event.type)
         if event.type in TERMINAL_TYPES and self.agent is not None:
             handler = self.terminal
+        if self.agent is not None:
+            self.follow(event, time_ns)
         if handler is None or not handler(event, time_ns):
             self.extra(event, time_ns)
 
     def extra(self, event: Event, time_ns: int) -> None:
         data = {**event.data, "step": event.step}
         note = SpanEvent(event.type, time_ns, {m.EVENT_DATA: _json(data)})
-        if self.agent is not None:
-            self.agent.events.append(note)
+        home = self._home(event)
+        if home is not None:
+            home.events.append(note)
 
     # -- the run ------------------------------------------------------------------------
 
@@ -166,7 +208,7 @@ class _Builder:
         data = event.data
         self.model = data.get("model")
         name = f"{c.AGENT} {data.get('test_id') or 'rollout'}"
-        self.agent = self.new(name, _KIND_INTERNAL, time_ns, m.agent_attributes(data))
+        self.agent = self.new(name, _KIND_INTERNAL, time_ns, m.agent_attributes(data), None)
         self.agent.started = dict(data)
         return True
 
@@ -200,12 +242,12 @@ class _Builder:
             attrs[m.NEW_INPUT] = True
         if self.first_chat is None:
             self.first_chat = dict(attrs)
-        chat = self.new(f"{c.CHAT} {self.model or 'model'}", _KIND_CLIENT, time_ns, attrs)
+        chat = self.new(f"{c.CHAT} {self.model or 'model'}", _KIND_CLIENT, time_ns, attrs, event)
         # The importer reads the input back as the conversation it was converted from
         # (each message was checked to read back as itself), so it is not parsed here.
         shown = None if text is None else list(self.conversation.messages)
         full, fresh = m.read_input(chat.attributes, shown, self.read_full)
-        read = m.request_data(chat.attributes, fresh)
+        read = a.with_agent(m.request_data(chat.attributes, fresh), a.named(chat.attributes))
         if full is not None:
             self.read_full = full
         _carry(chat, m.CARRIER_START, data, read)
@@ -221,7 +263,7 @@ class _Builder:
         chat.attributes.update(m.completed_attributes(data))
         chat.end = time_ns
         read, _ = m.turn_completed_data(chat.freeze(self.trace_id), self.model)
-        _carry(chat, m.CARRIER_END, data, read)
+        _carry(chat, m.CARRIER_END, data, a.with_agent(read, a.named(chat.attributes)))
         self.last_content = data.get("content")
         cost = data.get("cost_usd")
         if isinstance(cost, int | float) and not isinstance(cost, bool):
@@ -241,9 +283,9 @@ class _Builder:
         data = event.data
         attrs, _, _ = m.tool_attributes(data, None)
         attrs[m.STEP] = event.step
-        tool = self.new(f"{c.TOOL} {data.get('name')}", _KIND_INTERNAL, time_ns, attrs)
+        tool = self.new(f"{c.TOOL} {data.get('name')}", _KIND_INTERNAL, time_ns, attrs, event)
         tool.started = dict(data)
-        read = m.tool_started_data(tool.freeze(self.trace_id))
+        read = a.with_agent(m.tool_started_data(tool.freeze(self.trace_id)), a.named(attrs))
         _carry(tool, m.CARRIER_START, data, read)
         self.tools.setdefault(_call_key(data, event.step), []).append(tool)
         return True
@@ -258,11 +300,36 @@ class _Builder:
         tool.attributes.update(attrs)
         tool.end = time_ns
         read, _ = m.tool_completed_data(tool.freeze(self.trace_id))
-        _carry(tool, m.CARRIER_END, data, read)
+        _carry(tool, m.CARRIER_END, data, a.with_agent(read, a.named(tool.attributes)))
+        return True
+
+    # -- handoffs -----------------------------------------------------------------------
+
+    def handoff(self, event: Event, time_ns: int) -> bool:
+        """A ``handoff`` event as an ``agent_handoff`` span (of no duration)."""
+        if self.agent is None:
+            return False
+        data = event.data
+        attrs: dict[str, Any] = {c.OPERATION: c.HANDOFF}
+        for key, name in (("from", a.FROM_AGENT), ("to", a.TO_AGENT)):
+            if isinstance(data.get(key), str):
+                attrs[name] = data[key]
+        attrs[m.STEP] = event.step
+        target = data.get("to")
+        name = f"handoff to {target}" if isinstance(target, str) else "handoff"
+        span = self.new(name, _KIND_INTERNAL, time_ns, attrs, event)
+        span.end = time_ns
+        source, target = a.handoff_of(span.freeze(self.trace_id)) or (None, None)
+        _carry(span, m.CARRIER_START, data, a.handoff_data(source, target, a.named(attrs)))
         return True
 
     def finish(self) -> list[Span]:
         self._close_chat()
+        ends: dict[str | None, int] = {}
+        for draft in self.spans:
+            ends[draft.parent] = max(ends.get(draft.parent, 0), draft.start, draft.end or 0)
+        for stretch in self.stretches:  # a stretch lasts as long as the spans it holds
+            stretch.end = max(stretch.end or stretch.start, ends.get(stretch.span_id, 0))
         for waiting in self.tools.values():
             for tool in waiting:
                 tool.attributes[m.OPEN] = True
@@ -275,6 +342,12 @@ def _carry(draft: _Draft, key: str, original: dict[str, Any], read: dict[str, An
         draft.attributes[key] = text
     else:
         draft.attributes.pop(key, None)
+
+
+def _agent(event: Event) -> str | None:
+    """The agent an event names, or ``None``."""
+    agent = event.data.get("agent")
+    return agent if isinstance(agent, str) else None
 
 
 def _call_key(data: dict[str, Any], step: int) -> bytes:

@@ -7,8 +7,10 @@ event), each model call is one step (``llm.turn.started`` when it starts, with t
 new messages, its tools and model; ``llm.turn.completed`` when it ends, with the content,
 tool calls, usage and the price table's cost), and each tool span is a
 ``tool.call.started`` / ``tool.call.completed`` pair at the step of the turn that asked for
-it; an error status is the call's recorded error. What the trace does not hold (content
-not captured) is left out and said in a warning naming the span, never made up.
+it; an error status is the call's recorded error. In a run with several agents each event
+names the agent of its span, and a handoff span is a ``handoff`` event (:mod:`.agents`).
+What the trace does not hold (content not captured) is left out and said in a warning
+naming the span, never made up.
 
 The run is written by the project's :class:`~pytest_rollout.format.recorder.Recorder`, so it
 is redacted like everything recorded, with the spans' times as its events' times; the file
@@ -29,6 +31,7 @@ import orjson
 
 from ..errors import RolloutFileError
 from ..format.events import (
+    HANDOFF,
     LLM_TURN_COMPLETED,
     LLM_TURN_FAILED,
     LLM_TURN_STARTED,
@@ -41,6 +44,7 @@ from ..format.events import (
 from ..format.loader import Rollout
 from ..format.recorder import Recorder
 from ..safety.redact import Redactor
+from . import agents as a
 from . import conventions as c
 from . import mapping as m
 from .fit import fit, fit_arguments
@@ -169,6 +173,8 @@ class _Timeline:
     cost: float | None = None
     last_content: Any = None
     last_failed: Span | None = None
+    agents: dict[str, str] = field(default_factory=dict)  # span id -> the agent it names
+    callers: dict[Any, str] = field(default_factory=dict)  # call id -> the agent that asked
 
     def emit(self, time_ns: int, event_type: str, data: dict[str, Any], span: Span | None) -> None:
         """Add an event, made to fit the loader's schema (each change is a warning)."""
@@ -180,6 +186,10 @@ class _Timeline:
     def warn(self, span: Span, what: str) -> None:
         if not self.own:  # an export's carriers hold what its attributes do not
             self.warnings.append(f"{span.label}: {what}")
+
+    def named(self, span: Span | None, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` naming the agent of ``span`` (when the run has several)."""
+        return data if span is None else a.with_agent(data, self.agents.get(span.span_id))
 
     def carried(self, span: Span, key: str, data: dict[str, Any]) -> dict[str, Any]:
         if self.own and key in span.attributes:
@@ -197,7 +207,7 @@ class _Timeline:
         chat = None if self.first_chat is None else self.first_chat.attributes
         data = m.run_started_data(agent, chat, self.trace_id)
         if self.agent is not None:
-            data = self.carried(self.agent, m.CARRIER_START, data)
+            data = self.carried(self.agent, m.CARRIER_START, self.named(self.agent, data))
         self.emit(time_ns, RUN_STARTED, data, self.agent)
 
     def close_run(self, time_ns: int) -> None:
@@ -205,7 +215,7 @@ class _Timeline:
         if self.agent is None and self.last_failed is not None:
             event_type, data = RUN_FAILED, {"error": m.error_of(self.last_failed)}
         if self.agent is not None:
-            data = self.carried(self.agent, m.CARRIER_END, data)
+            data = self.carried(self.agent, m.CARRIER_END, self.named(self.agent, data))
         self.emit(time_ns, event_type, {**data, "step": self.step}, self.agent)
 
     # -- model calls --------------------------------------------------------------------
@@ -223,19 +233,19 @@ class _Timeline:
             self.results_in(span, data["messages"])
             if not self.own and c.missing_content(span.attributes.get(c.INPUT_MESSAGES)):
                 self.warn(span, "the content of its input messages was not captured")
-        data = self.carried(span, m.CARRIER_START, data)
+        data = self.carried(span, m.CARRIER_START, self.named(span, data))
         self.emit(span.start_ns, LLM_TURN_STARTED, {**data, "step": self.step}, span)
 
     def chat_end(self, span: Span) -> None:
         step = self.steps[span.span_id]
         if span.status_code == STATUS_ERROR and not self.own:
             self.last_failed = span
-            failed = {"error": m.error_of(span), "step": step}
+            failed = {**self.named(span, {"error": m.error_of(span)}), "step": step}
             self.emit(span.end_ns, LLM_TURN_FAILED, failed, span)
             return
         model = None if self.agent is None else self.agent.attributes.get(c.REQUEST_MODEL)
         data, captured = m.turn_completed_data(span, model)
-        data = self.carried(span, m.CARRIER_END, data)
+        data = self.carried(span, m.CARRIER_END, self.named(span, data))
         data["step"] = step
         if not captured:
             self.warn(
@@ -247,18 +257,20 @@ class _Timeline:
         data = self.events[-1][2]  # as written
         for call in data.get("tool_calls") or ():
             self.announced.setdefault(call.get("id"), step)
+            if isinstance(data.get("agent"), str):
+                self.callers.setdefault(call.get("id"), data["agent"])
             self.waiting.add(call)
         cost = data.get("cost_usd")
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             self.cost = (self.cost or 0.0) + cost
             if not self.own:
-                delta = {"cumulative_cost_usd": round(self.cost, 9)}
+                delta = self.named(span, {"cumulative_cost_usd": round(self.cost, 9)})
                 self.emit(span.end_ns, USAGE_DELTA, delta, span)
 
     # -- tool calls ---------------------------------------------------------------------
 
     def tool_start(self, span: Span) -> None:
-        data = self.carried(span, m.CARRIER_START, m.tool_started_data(span))
+        data = self.carried(span, m.CARRIER_START, self.named(span, m.tool_started_data(span)))
         self.fit_arguments(span, data)
         claimed = self.waiting.claim(data.get("call_id"), data.get("name"), data.get("arguments"))
         if claimed is not None and data.get("call_id") is None:
@@ -288,7 +300,7 @@ class _Timeline:
         data, captured = m.tool_completed_data(span)
         if not captured:
             self.warn(span, "its result was not captured")
-        data = self.carried(span, m.CARRIER_END, data)
+        data = self.carried(span, m.CARRIER_END, self.named(span, data))
         if data.get("call_id") is None:
             data["call_id"] = self.call_ids.get(span.span_id)
         self.emit(
@@ -318,12 +330,32 @@ class _Timeline:
             if claimed is None:
                 continue
             step = self.announced.get(call_id, self.step)
+            caller = self.callers.get(call_id)  # the agent whose turn asked for the call
             started = {"call_id": call_id, "name": claimed.get("name")}
             started["arguments"] = claimed.get("arguments")
-            self.emit(span.start_ns, TOOL_CALL_STARTED, {**started, "step": step}, span)
+            started = {**a.with_agent(started, caller), "step": step}
+            self.emit(span.start_ns, TOOL_CALL_STARTED, started, span)
             completed = {"call_id": call_id, "name": claimed.get("name"), "duration_ms": None}
             completed["output"] = c.parse_json_text(message.get("content"))
-            self.emit(span.start_ns, TOOL_CALL_COMPLETED, {**completed, "step": step}, span)
+            completed = {**a.with_agent(completed, caller), "step": step}
+            self.emit(span.start_ns, TOOL_CALL_COMPLETED, completed, span)
+
+    # -- handoffs -----------------------------------------------------------------------
+
+    def handoff(self, time_ns: int, span: Span) -> None:
+        """A handoff span as a ``handoff`` event, at the step where it happened (a transfer
+        tool's span: its call's step)."""
+        found = a.handoff_of(span)
+        if found is None or span.span_id in self.skipped:
+            return
+        source, target = found
+        if target is None and not self.own:
+            self.warn(span, "a handoff that does not say which agent it handed to: left out")
+            return
+        step = self._own_step(span, self.steps.get(span.span_id, self.step))
+        data = a.handoff_data(source, target, self.agents.get(span.span_id))
+        data = self.carried(span, m.CARRIER_START, data)
+        self.emit(time_ns, HANDOFF, {**data, "step": step}, span)
 
     def extra(self, time_ns: int, name: str, text: Any) -> None:
         data = c.parse_json_text(text)
@@ -375,6 +407,12 @@ def _items(line: _Timeline, spans: list[Span]) -> list[_Item]:
             items.append(((span.start_ns, _START, order, 0), partial(line.tool_start, span)))
             if not span.attributes.get(m.OPEN):
                 items.append((end_key, partial(line.tool_end, span)))
+            if a.handoff_of(span) is not None:  # a transfer tool: control passes as it ends
+                done = (end_key[0], end_key[1], order, 2)
+                items.append((done, partial(line.handoff, span.end_ns, span)))
+        elif op == c.HANDOFF:
+            key = (span.start_ns, _START, order, 0)
+            items.append((key, partial(line.handoff, span.start_ns, span)))
         for event in span.events:
             if m.EVENT_DATA in event.attributes:
                 text = event.attributes[m.EVENT_DATA]
@@ -392,11 +430,13 @@ def import_spans(
     ordered = _span_order([s for s in spans if s.trace_id == chosen])
     agent = _agent_of(ordered)
     chats = [s for s in ordered if c.operation(s) == c.CHAT]
+    own = all(s.scope == EXPORTER_SCOPE for s in ordered)
     line = _Timeline(
         trace_id=chosen,
-        own=all(s.scope == EXPORTER_SCOPE for s in ordered),
+        own=own,
         agent=agent,
         first_chat=chats[0] if chats else None,
+        agents=a.span_agents(ordered, run_span=agent, own=own),
     )
     start = ordered[0].start_ns if agent is None else agent.start_ns
     end = max(s.end_ns for s in ordered) if agent is None else agent.end_ns
@@ -406,8 +446,15 @@ def import_spans(
     items.sort(key=lambda item: item[0])
     for _, handle in items:
         handle()
+    reached = 0
     for _, event_type, data in line.events:  # a turn completed later by its tool spans
         line.warnings.extend(f"the run: {note}" for note in fit(event_type, data)[1])
+        step = data.get("step")
+        if type(step) is int:
+            # A call that outlived later turns (an agent run as a tool) completes at the
+            # step the run has reached, as a recording writes it: steps never go back.
+            reached = max(reached, step)
+            data["step"] = reached
     return ImportedRun(chosen, tuple(others), tuple(line.events), tuple(line.warnings))
 
 

@@ -8,7 +8,9 @@ messages into indexed attributes (``llm.input_messages.0.message.role``,
 :func:`as_genai` rewrites such a span's attributes into the GenAI conventions' names
 (``gen_ai.operation.name``, ``gen_ai.input.messages`` with ``parts``...), so the rest of the
 importer reads one vocabulary. Nothing is added that the span does not hold: a span whose
-messages were not captured gets no messages attribute.
+messages were not captured gets no messages attribute. An agent span's ``agent.name`` is
+``gen_ai.agent.name``, and a handoff (a ``TOOL`` span named ``handoff to X``) becomes an
+``agent_handoff`` span with ``gen_ai.handoff.from_agent`` / ``to_agent`` (:mod:`.agents`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Final
 import orjson
 
 from . import conventions as c
+from .agents import FROM_AGENT, TO_AGENT
 from .otlp import Span
 
 __all__ = ["KIND", "as_genai"]
@@ -31,6 +34,7 @@ _MESSAGE: Final = re.compile(r"llm\.(input|output)_messages\.(\d+)\.message\.(.+
 _CALL: Final = re.compile(r"tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)")
 _CONTENT: Final = re.compile(r"contents\.(\d+)\.message_content\.(type|text)")
 _TOOL_SCHEMA: Final = re.compile(r"llm\.tools\.(\d+)\.tool\.json_schema")
+_HANDOFF_TO: Final = "handoff to "
 #: OpenInference attribute -> the GenAI attribute it becomes.
 _RENAMED: Final = {
     "llm.model_name": c.REQUEST_MODEL,
@@ -54,7 +58,8 @@ def as_genai(span: Span) -> Span:
     found: dict[str, Any] = {}
     operation = _OPERATIONS.get(kind.upper())
     if operation == c.TOOL and "tool.name" not in attrs:
-        operation = None  # a handoff: no tool ran
+        operation = None  # no tool ran: a handoff, or nothing this project reads
+        found.update(_handoff(span))
     if operation is not None:
         found[c.OPERATION] = operation
     for old, new in _RENAMED.items():
@@ -67,6 +72,23 @@ def as_genai(span: Span) -> Span:
     if not found:
         return span
     return dataclasses.replace(span, attributes={**found, **attrs})
+
+
+def _handoff(span: Span) -> dict[str, Any]:
+    """The GenAI form of OpenInference's handoff (the bridge from the Agents SDK writes a
+    ``TOOL`` span named ``handoff to <agent>``, the agent it left as ``input.value`` and the
+    one it went to as ``output.value``), or nothing for another nameless tool span."""
+    if span.name != "handoff" and not span.name.startswith(_HANDOFF_TO):
+        return {}
+    attrs = span.attributes
+    target = attrs.get("output.value")
+    if target is None and span.name.startswith(_HANDOFF_TO):
+        target = span.name[len(_HANDOFF_TO) :]
+    found: dict[str, Any] = {c.OPERATION: c.HANDOFF}
+    for key, value in ((FROM_AGENT, attrs.get("input.value")), (TO_AGENT, target)):
+        if value is not None:
+            found[key] = value
+    return found
 
 
 def _text(value: Any) -> str:
