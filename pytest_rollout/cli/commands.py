@@ -389,11 +389,14 @@ def _diff_report(
     from ..diff.report import CLI_LABELS, render_verdict
 
     run_a, run_b = _load_trusted_pair(args.a, args.b, limits)
-    report = drift_report(run_a.events, run_b.events, options)
+    events_a, events_b = _agents_part(args.agent, run_a, run_b)
+    report = drift_report(events_a, events_b, options)
     status = EXIT_SAME if report.comparison.identical else EXIT_DIFFERENT
     verdict = Verdict(golden_path=run_a.path, run_path=run_b.path, report=report)
     if args.format == "text":
         lines = render_verdict(verdict, labels=CLI_LABELS, files=True)
+        if args.agent is not None:
+            lines.insert(1, f"Agent: {sanitize(args.agent)} only (its turns numbered from 1)")
         out.write("\n".join(lines) + "\n")
         return status
     from ..diff.finding import finding_of
@@ -413,6 +416,21 @@ def _diff_report(
     data["first_change"] = None if found is None else found.first_change
     out.write(terminal_json({**data, **report.to_json_obj()}) + "\n")
     return status
+
+
+def _agents_part(
+    agent: str | None, run_a: Rollout, run_b: Rollout
+) -> tuple[Sequence[Event], Sequence[Event]]:
+    """The events ``rollout diff`` compares: all of them, or ``--agent``'s part of each."""
+    if agent is None:
+        return run_a.events, run_b.events
+    from ..diff.agents import agents_named, only_agent
+
+    named = list(dict.fromkeys([*agents_named(run_a.events), *agents_named(run_b.events)]))
+    if agent not in named:
+        acting = ", ".join(sanitize(repr(n)) for n in named) or "none: they name no agent"
+        raise Usage(f"--agent {sanitize(repr(agent))} acts in neither run (agents: {acting})")
+    return only_agent(run_a.events, agent), only_agent(run_b.events, agent)
 
 
 def _load_trusted_pair(a: str, b: str, limits: Limits) -> tuple[Rollout, Rollout]:

@@ -106,6 +106,12 @@ def _add_diff(commands: Any) -> None:
         help="the same as --format json",
     )
     diff.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="compare one agent's events only (a run with several agents): the runs' start "
+        "and end and the events NAME did, its turns numbered from 1 in each run",
+    )
+    diff.add_argument(
         "--max-events",
         metavar="N",
         help="refuse a file of more than N events (default 100000): for files you trust",
