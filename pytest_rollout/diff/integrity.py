@@ -209,13 +209,15 @@ class _Checker:
         self.text_calls: list[Mismatch] = []  # calls the turn before announced in its text
         self.forced: dict[int, str] = {}  # the function each step's request forces, if any
 
-    def close_turn(self) -> None:
+    def close_turn(self, following: Event | None = None) -> None:
         """The calls the current turn announced that no start answered are unrecorded,
-        unless their id shows up in a tool event elsewhere (then that event is flagged)."""
+        unless their id shows up in a tool event elsewhere (then that event is flagged), or
+        another agent took the ``following`` turn: a call that runs another agent (an agent
+        used as a tool, a delegation) was answered by that agent's own turns."""
         turn = self.turn
         if turn is None:
             return
-        if turn.data.get("remote") is True:
+        if turn.data.get("remote") is True or _handed_to_another(turn, following):
             # Asked for by an agent in another process, which ran its tools there.
             self.waiting = {}
             return
@@ -244,7 +246,7 @@ class _Checker:
             self.forced[event.step] = forced
 
     def on_turn(self, event: Event) -> None:
-        self.close_turn()
+        self.close_turn(event)
         self.turn = event
         self.announced = {}
         calls = event.data.get("tool_calls")
@@ -429,6 +431,13 @@ class _Checker:
     @property
     def mismatches(self) -> tuple[Mismatch, ...]:
         return tuple(mismatch for _, _, mismatch in sorted(self.found, key=lambda f: f[:2]))
+
+
+def _handed_to_another(turn: Event, following: Event | None) -> bool:
+    """Whether another named agent took the turn after ``turn``."""
+    agent = turn.data.get("agent")
+    other = None if following is None else following.data.get("agent")
+    return isinstance(agent, str) and isinstance(other, str) and agent != other
 
 
 def _walk(events: Sequence[Event]) -> _Checker:

@@ -45,9 +45,11 @@ from ..sdk.endpoint import Endpoint
 from ..sdk.gemini_client import gemini_client, gemini_client_args
 from ..store.golden import GoldenRef, UnrecordedToolsError
 from ..store.golden_store import LoadedGolden
+from .acting import agents_of
 from .engine import AuditSink, Engine
 from .forking import prepare_fork, sdk_refusal
-from .frameworks import ACCEPTED, wrap_tools
+from .frameworks import ACCEPTED, name_framework_agents, wrap_tools
+from .hooks import Hooks
 from .mcp import McpRecording
 from .mcp_clients import wrap_mcp
 from .provider import ProviderProxy
@@ -109,6 +111,7 @@ class RolloutSession:
         if fork is not None and fork.turn is not None:
             raise sdk_refusal(fork)
         if self._port is None:
+            name_framework_agents(self.engine.recorder)  # who acts, where a framework says
             self._port = SdkPort(self.engine)
         return self._port
 
@@ -170,6 +173,7 @@ class RolloutSession:
         __tracebackhide__ = True  # a usage error: the traceback ends in the test
         self._refuse_unrecorded()
         engine = self.engine
+        name_framework_agents(engine.recorder)  # who acts, where a framework says
         if isinstance(tools, Mapping):
             wrapped: Any = {name: wrap_tool(engine.calls, name, fn) for name, fn in tools.items()}
             names = list(tools)
@@ -337,6 +341,23 @@ class RolloutSession:
     def emit(self, event_type: str, /, **data: Any) -> None:
         """Record a custom event at the current step."""
         self.engine.emit(event_type, **data)
+
+    def agent(self, name: str) -> AbstractContextManager[None]:
+        """Name the agent acting inside the block: every event recorded there says so, and
+        a ``handoff`` is recorded where control passes to another (docs/agents.md)."""
+        return agents_of(self.engine.recorder).acting(name)
+
+    @functools.cached_property
+    def _hooks(self) -> Hooks:
+        return Hooks(self.engine)
+
+    def hook(self, hook: _T, *, name: str | None = None) -> _T:
+        """A guardrail or tool hook whose decisions are recorded (``tool.hook.mutation``;
+        an Agents SDK guardrail: ``guardrail.checked``) and served from the golden in a dry
+        replay: a callable comes back wrapped, a guardrail as a copy (docs/agents.md)."""
+        __tracebackhide__ = True  # a usage error: the traceback ends in the test
+        wrapped: _T = self._hooks.wrap(hook, name)
+        return wrapped
 
     def fork(
         self, step: int, *, override: Mapping[str, Any] | None = None, **options: Any

@@ -8,6 +8,9 @@ framework is passed. One module per framework: ``agents_sdk`` (OpenAI Agents SDK
 ``FunctionTool``), ``langchain`` (LangChain ``BaseTool``, what ``@tool`` makes) and
 ``pydantic_ai`` (pydantic-ai ``Tool`` and ``FunctionToolset``). Plain functions are wrapped
 under their ``__name__``.
+
+The framework modules also say which of their agents is acting (``naming``: the Agents SDK,
+LangGraph, pydantic-ai, AutoGen and CrewAI), for runs with several agents.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from typing import Any, Final
 
 from ..tools import ToolRecorder, wrap_tool
 from .accepted import ACCEPTED, unsupported
+from .naming import name_framework_agents
 
-__all__ = ["ACCEPTED", "wrap_tools"]
+__all__ = ["ACCEPTED", "name_framework_agents", "wrap_tools"]
 
 #: The framework modules by the top-level package a tool's class comes from.
 _FRAMEWORKS: Final = {

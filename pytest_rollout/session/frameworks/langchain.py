@@ -8,18 +8,27 @@ the arguments the model sees in the tool's schema, as the turn announced them: w
 LangChain or LangGraph inject (``config``, ``callbacks``, ``run_manager``, injected state
 and ids) is left out. In replay the recorded answer is returned and the tool does not run.
 LangGraph's ``ToolNode`` runs a turn's calls on threads; recording them is thread-safe.
+
+Who is acting (:func:`resolver`), read from the config LangChain keeps for the runnable
+that runs (what ``langgraph.config.get_config()`` gives): an agent ``create_agent(...,
+name=...)`` made, which names itself in the config's metadata (``lc_agent_name``), else the
+node that runs the innermost subgraph (from the checkpoint namespace, ``"billing:<id>|
+model:<id>"``: ``billing``). The nodes of the top-level graph name nobody: a ``model`` and
+a ``tools`` node are one agent's loop, not two agents.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from functools import wraps
+from importlib import import_module
 from typing import Any, Final
 
 from ..tools import ToolRecorder, acall_recorded, call_recorded
 from .accepted import unsupported
 
-__all__ = ["wrap"]
+__all__ = ["resolver", "wrap"]
 
 #: What LangChain passes a tool's function besides the model's arguments.
 _INJECTED: Final = frozenset({"config", "callbacks", "run_manager"})
@@ -109,3 +118,36 @@ def wrap(recorder: ToolRecorder, tool: Any) -> tuple[Any, list[str]]:
     if _own_async(tool):
         object.__setattr__(wrapped, "_arun", _async(recorder, name, arun, bind))
     return wrapped, [name]
+
+
+def _agent_in(config: Any) -> str | None:
+    """The agent a runnable's config names (see the module's docstring), or ``None``."""
+    metadata = config.get("metadata") or {}
+    name = metadata.get("lc_agent_name")
+    if isinstance(name, str) and name:
+        return name
+    namespace = metadata.get("langgraph_checkpoint_ns")
+    if not isinstance(namespace, str):
+        namespace = (config.get("configurable") or {}).get("checkpoint_ns")
+    if not isinstance(namespace, str) or "|" not in namespace:
+        return None  # outside a graph, or a node of the top-level graph
+    return namespace.split("|")[-2].partition(":")[0] or None
+
+
+@functools.cache
+def resolver() -> Callable[[], str | None] | None:
+    """Who is acting in a LangGraph run (``None``: LangChain keeps no such config)."""
+    try:
+        config_var = import_module("langchain_core.runnables.config").var_child_runnable_config
+        current_config: Callable[[], Any] = config_var.get
+    except (ImportError, AttributeError):
+        return None
+
+    def acting() -> str | None:
+        try:
+            config = current_config()
+            return None if not config else _agent_in(config)
+        except Exception:  # naming the agent never breaks the run
+            return None
+
+    return acting

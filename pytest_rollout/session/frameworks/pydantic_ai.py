@@ -7,21 +7,29 @@ function with the run context first (when it takes one), then the arguments the 
 passes by position, then the rest by keyword: the call is recorded with the arguments
 named as the schema names them, as the turn announced them, never with the context. A
 ``FunctionToolset`` is copied with each of its tools wrapped.
+
+Who is acting (:func:`resolver`): the agent of the run context pydantic-ai keeps current
+while an agent runs (its ``Agent(name=...)``, or the name pydantic-ai gives it from the
+variable that holds it). An agent that delegates to another inside a tool (``await
+other.run(..., usage=ctx.usage)``) hands over to it for the other's turns and calls.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
 from functools import wraps
+from importlib import import_module
 from typing import Any
 
 from ..tools import ToolRecorder, acall_recorded, call_recorded
 from .accepted import unsupported
 
-__all__ = ["wrap"]
+__all__ = ["resolver", "wrap"]
 
 
 def _binder(schema: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
@@ -80,3 +88,32 @@ def wrap(recorder: ToolRecorder, obj: Any) -> tuple[Any, list[str]]:
     if hasattr(obj, "function_schema") and callable(getattr(obj, "function", None)):
         return _wrap_tool(recorder, obj), [obj.name]
     raise unsupported(obj, "pydantic-ai")
+
+
+@functools.cache
+def resolver() -> Callable[[], str | None] | None:
+    """Who is acting in a pydantic-ai run (``None``: this release keeps no current run
+    context)."""
+    try:
+        module = import_module("pydantic_ai._run_context")
+        current_context: Callable[[], Any] = module.get_current_run_context
+    except (ImportError, AttributeError):
+        return None
+    # The context variable behind get_current_run_context(), read at the cost of one lookup
+    # on every event outside an agent run.
+    var = getattr(module, "_CURRENT_RUN_CONTEXT", None)
+    if isinstance(var, ContextVar):
+        current_context = var.get
+
+    def acting() -> str | None:
+        try:
+            context = current_context()
+            if context is None:
+                return None
+            agent = context.agent
+            name = None if agent is None else agent.name
+        except Exception:  # naming the agent never breaks the run
+            return None
+        return name if isinstance(name, str) and name else None
+
+    return acting
