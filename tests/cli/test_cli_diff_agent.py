@@ -61,3 +61,38 @@ def test_an_agent_that_acts_in_neither_run_is_a_usage_error(tmp_path: Path, caps
         .err.strip()
         .endswith("--agent 'sales' acts in neither run (agents: 'triage', 'billing')")
     )
+
+
+def _refund(path: Path, amount: int) -> Path:
+    lookup = {"order": "ORD-7731"}
+    refund = {"order": "ORD-7731", "amount": amount}
+    return write_lines(
+        path,
+        ("run.started", {"step": 0}),
+        ("llm.turn.started", {"step": 1, "messages": []}),
+        (
+            "llm.turn.completed",
+            {"step": 1, "tool_calls": [{"id": "c1", "name": "lookup", "arguments": lookup}]},
+        ),
+        ("tool.call.started", {"step": 1, "call_id": "c1", "name": "lookup", "arguments": lookup}),
+        (
+            "tool.call.completed",
+            {"step": 1, "call_id": "c1", "name": "lookup", "output": {"id": "ORD-7731"}},
+        ),
+        ("llm.turn.started", {"step": 2, "messages": []}),
+        (
+            "llm.turn.completed",
+            {"step": 2, "tool_calls": [{"id": "c2", "name": "refund", "arguments": refund}]},
+        ),
+        ("tool.call.started", {"step": 2, "call_id": "c2", "name": "refund", "arguments": refund}),
+        ("tool.call.completed", {"step": 2, "call_id": "c2", "name": "refund", "output": "ok"}),
+        ("run.completed", {"step": 2, "outcome": "completed"}),
+    )
+
+
+def test_the_report_says_which_earlier_result_fed_the_diverged_call(tmp_path: Path) -> None:
+    code, out = diff(_refund(tmp_path / "a.jsonl", 20), _refund(tmp_path / "b.jsonl", 200))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == "B left A at step 2: tool_call_mismatch (attributed to the agent)"
+    assert "Fed by: call c1 (lookup) at step 1 via data_flow 'ORD-7731'" in lines
