@@ -29,6 +29,7 @@ from ..errors import RolloutError, RolloutFileError
 
 __all__ = [
     "FILE_MODE",
+    "PARTIAL_GLOB",
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
     "SecretInFileError",
@@ -417,21 +418,27 @@ def read_regular(name: str, limit: int, what: str) -> bytes:
         os.close(fd)
 
 
-def rollouts_in(paths: Iterable[str]) -> list[tuple[str, str | None]]:
+def rollouts_in(paths: Iterable[str], *, partial: bool = False) -> list[tuple[str, str | None]]:
     """Each rollout ``paths`` name, as ``(path, name)``: a file as it is (``name`` is
-    ``None``), a directory as the ``*.jsonl`` files under it, sorted and named relative to
-    it. A directory with none is a :class:`RolloutError`."""
+    ``None``), a directory as the ``*.jsonl`` files under it (and, with ``partial``, the
+    ``.<name>.partial`` files of runs cut short), sorted and named relative to it. A
+    directory with none is a :class:`RolloutError`."""
     found: list[tuple[str, str | None]] = []
     for given in paths:
         if not os.path.isdir(given):
             found.append((given, None))
             continue
         root = Path(given)
-        inside = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+        globbed = {*root.rglob("*.jsonl"), *(root.rglob(PARTIAL_GLOB) if partial else ())}
+        inside = sorted(p for p in globbed if p.is_file())
         if not inside:
             raise RolloutError(f"no rollout (*.jsonl) under {given}")
         found.extend((str(p), p.relative_to(root).as_posix()) for p in inside)
     return found
+
+
+#: The partial files a recorder leaves when its run is cut short (``.<name>.partial``).
+PARTIAL_GLOB = ".*.jsonl.partial"
 
 
 def _file_kind(mode: int) -> str:

@@ -255,7 +255,8 @@ class Replay:
         with self._lock:
             return self._first_open() is not None
 
-    def _diverge(self, kind: DivergenceKind, step: int, detail: str) -> ReplayDivergenceError:
+    def diverge(self, kind: DivergenceKind, step: int, detail: str) -> ReplayDivergenceError:
+        """Note a divergence of this replay, and the error that tells the agent of it."""
         divergence = Divergence(kind, step, detail)
         self.divergences.append(divergence)
         return ReplayDivergenceError(divergence)
@@ -270,7 +271,7 @@ class Replay:
             self._checked_steps.add(earlier)
             call = self._first_unmade(earlier)
             if call is not None:
-                raise self._diverge(
+                raise self.diverge(
                     DivergenceKind.MISSING_CALL,
                     earlier,
                     f"the recording has call #{call.position + 1} of step {earlier}, "
@@ -334,7 +335,7 @@ class Replay:
         if lookahead <= 0:
             self.begin_turn(step)
         if first is None:
-            raise self._diverge(
+            raise self.diverge(
                 DivergenceKind.UNRECORDED_TURN,
                 step,
                 f"the agent asked for turn {step} but {self.source} holds only "
@@ -350,7 +351,7 @@ class Replay:
                 redact(dict(request.params)),
                 request.key_volatile,
             )
-            raise self._diverge(
+            raise self.diverge(
                 DivergenceKind.PROMPT_MISMATCH,
                 turns[first].step,
                 detail + _keyed_otherwise(turns[first], request),
@@ -472,7 +473,7 @@ class Replay:
             return fork.by_name.get(name)  # a replaced turn's call: live unless answered
         if same_name is not None:
             self._refused.add((step, same_name.position))
-            raise self._diverge(
+            raise self.diverge(
                 DivergenceKind.TOOL_CALL_MISMATCH,
                 step,
                 f"call #{same_name.position + 1} of step {step}: recorded "
@@ -480,7 +481,7 @@ class Replay:
                 f"got {call_text(name, arguments)}",
             )
         self._unanswered[step] = self._unanswered.get(step, 0) + 1
-        raise self._diverge(
+        raise self.diverge(
             DivergenceKind.UNRECORDED_CALL,
             step,
             f"call #{attempt} of step {step}, {call_text(name, arguments)}, is not "

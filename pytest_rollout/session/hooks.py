@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
+from ..diff.divergence import DivergenceKind, ReplayDivergenceError
 from ..errors import RolloutError
 from ..format.events import GUARDRAIL_CHECKED, TOOL_HOOK_MUTATION
 from ..format.jsonable import json_copy
@@ -190,11 +190,9 @@ class Hooks:
             f"{what} {sanitize(repr(name))} ran (check #{served}), and the recording holds "
             f"{served - 1} decision(s) of it"
         )
-        divergence = Divergence(DivergenceKind.GUARDRAIL_MISMATCH, engine.recorder.step, detail)
         replay = engine.replay
-        if replay is not None:
-            replay.divergences.append(divergence)
-        error = ReplayDivergenceError(divergence)
+        assert replay is not None  # only a replay diverges
+        error = replay.diverge(DivergenceKind.GUARDRAIL_MISMATCH, engine.recorder.step, detail)
         engine.divergence_event(error)
         return error
 

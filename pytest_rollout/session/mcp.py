@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from importlib import import_module
 from typing import Any, Final
 
-from ..diff.divergence import Divergence, DivergenceKind, ReplayDivergenceError
+from ..diff.divergence import DivergenceKind, ReplayDivergenceError
 from ..errors import RolloutError
 from ..format.events import MCP_TOOLS_LISTED
 from ..format.jsonable import json_copy
@@ -151,11 +151,9 @@ class McpTraffic:
         """A listing replay cannot answer: noted with the replay's divergences and recorded
         as an event, like an unrecorded tool call."""
         engine = self._engine
-        divergence = Divergence(DivergenceKind.UNRECORDED_CALL, engine.recorder.step, detail)
         replay = engine.replay
-        if replay is not None:
-            replay.divergences.append(divergence)
-        error = ReplayDivergenceError(divergence)
+        assert replay is not None  # only a replay diverges
+        error = replay.diverge(DivergenceKind.UNRECORDED_CALL, engine.recorder.step, detail)
         engine.divergence_event(error)
         return error
 

@@ -12,32 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import RolloutError
+from ..format.files import rollouts_in
 from .entries import diff_entry, run_entry
 
-__all__ = ["PARTIAL_GLOB", "collect_entries", "rollout_files"]
-
-#: The partial files a recorder leaves when its run is cut short (``.<name>.partial``).
-PARTIAL_GLOB = ".*.jsonl.partial"
+__all__ = ["collect_entries", "rollout_files"]
 
 
 def rollout_files(paths: Sequence[str]) -> list[tuple[str, str | None]]:
-    """Each rollout ``paths`` name, as ``(path, name)``: a file as it is (``name`` is
-    ``None``), a directory as the ``*.jsonl`` files under it and the partial files of runs
-    cut short, sorted and named relative to it. A directory with none is a
-    :class:`RolloutError`."""
-    found: list[tuple[str, str | None]] = []
-    for given in paths:
-        if not os.path.isdir(given):
-            found.append((given, None))
-            continue
-        root = Path(given)
-        inside = {*root.rglob("*.jsonl"), *root.rglob(PARTIAL_GLOB)}
-        files = sorted(p for p in inside if p.is_file())
-        if not files:
-            raise RolloutError(f"no rollout (*.jsonl) under {given}")
-        found.extend((str(p), p.relative_to(root).as_posix()) for p in files)
-    return found
+    """Each rollout ``paths`` name, as ``(path, name)``: a file as it is, a directory as
+    the ``*.jsonl`` files under it and the partial files of runs cut short."""
+    return rollouts_in(paths, partial=True)
 
 
 def collect_entries(paths: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
