@@ -503,7 +503,7 @@ def fed_text(events: Iterable[Event], event: Event | None, path: str = "") -> st
     """:func:`feeding_text` of the tool call a report's diverged ``event`` stands for, in
     the run of ``events``: the call itself, or the call of a turn's ``tool_calls`` that
     ``path`` (the first difference, ``data.tool_calls[1].arguments``) points at. ``None``
-    for another event, or a call nothing fed."""
+    for another event, or a call no earlier value flowed into."""
     if event is None:
         return None
     call_id: Any = None
@@ -514,7 +514,14 @@ def fed_text(events: Iterable[Event], event: Event | None, path: str = "") -> st
         index = int(found.group(1))
         if isinstance(calls, list) and index < len(calls) and isinstance(calls[index], Mapping):
             call_id = calls[index].get("id")
-    return None if not isinstance(call_id, str) else feeding_text(build_graph(events), call_id)
+    if not isinstance(call_id, str):
+        return None
+    graph = build_graph(events)
+    # Every earlier result is in a turn's context: only a value that flowed into the call's
+    # arguments says which one fed it.
+    if not any(edge.kind == "data_flow" for edge in fed_by(graph, call_id)):
+        return None
+    return feeding_text(graph, call_id)
 
 
 _ANNOUNCED: Final = re.compile(r"data\.tool_calls\[(\d+)\]")

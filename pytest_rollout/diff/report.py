@@ -48,6 +48,7 @@ _PROSE: Final = (
     "Divergence:",
     "Likely cause:",
     "Fed by:",
+    "Turns by agent:",
     "Score:",
     "  then ",
     "Cost:",
