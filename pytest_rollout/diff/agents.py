@@ -44,8 +44,13 @@ def agent_of(event: Event | None) -> str | None:
 
 
 def names_agents(events: Sequence[Event]) -> bool:
-    """Whether any event of the run names its agent."""
-    return any(isinstance(e.data.get("agent"), str) or e.type == HANDOFF for e in events)
+    """Whether any event of the run names its agent (or marks a handoff). Every comparison
+    asks, of runs that mostly name nobody: one plain loop, a key looked up per event."""
+    for event in events:
+        data = event.data
+        if ("agent" in data and isinstance(data["agent"], str)) or event.type == HANDOFF:
+            return True
+    return False
 
 
 def agents_named(events: Sequence[Event]) -> list[str]:
@@ -133,15 +138,21 @@ def turns_by_agent(events: Sequence[Event]) -> dict[str, int]:
     return counts
 
 
-def several_agents(a: Sequence[Event], b: Sequence[Event]) -> bool:
+def several_agents(a: Sequence[Event], b: Sequence[Event], named: bool | None = None) -> bool:
     """Whether the two runs name two agents or more between them (a framework names its one
     agent in every run: a report then has no need to say whose a divergence is)."""
+    if not (named if named is not None else names_agents(a) or names_agents(b)):
+        return False
     return len({*agents_named(a), *agents_named(b)}) > 1
 
 
-def agent_turns(a: Sequence[Event], b: Sequence[Event]) -> tuple[tuple[str, int, int], ...]:
+def agent_turns(
+    a: Sequence[Event], b: Sequence[Event], named: bool | None = None
+) -> tuple[tuple[str, int, int], ...]:
     """Each agent either run names, with its LLM turns in ``a`` and in ``b``; empty unless
     the runs name two agents or more (one agent's turns are the run's)."""
+    if not (named if named is not None else names_agents(a) or names_agents(b)):
+        return ()
     turns_a, turns_b = turns_by_agent(a), turns_by_agent(b)
     names = list(dict.fromkeys([*turns_a, *turns_b]))
     if len(names) < 2:

@@ -41,9 +41,10 @@ limits: :data:`MAX_VALUE_CHARS` (a longer leaf is no value, though its words are
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -516,13 +517,24 @@ def fed_text(events: Iterable[Event], event: Event | None, path: str = "") -> st
             call_id = calls[index].get("id")
     if not isinstance(call_id, str):
         return None
-    graph = build_graph(events)
+    run = events if isinstance(events, Sequence) else list(events)
+    at = bisect.bisect_left(run, event.seq, key=_seq)
+    # The events just before the call are where what fed it comes from: the graph of a
+    # window of them keeps a failure's report quick on a run of any length.
+    graph = build_graph(run[max(0, at - FED_BY_WINDOW) : at + FED_BY_WINDOW // 8])
     # Every earlier result is in a turn's context: only a value that flowed into the call's
     # arguments says which one fed it.
     if not any(edge.kind == "data_flow" for edge in fed_by(graph, call_id)):
         return None
     return feeding_text(graph, call_id)
 
+
+def _seq(event: Event) -> int:
+    return event.seq
+
+
+#: How many events before the diverged call the report's "Fed by" looks back over.
+FED_BY_WINDOW: Final = 200
 
 _ANNOUNCED: Final = re.compile(r"data\.tool_calls\[(\d+)\]")
 

@@ -31,7 +31,7 @@ from ..format.events import (
     TOOL_HOOK_MUTATION,
     Event,
 )
-from .agents import agent_turns, several_agents
+from .agents import agent_turns, names_agents, several_agents
 from .canonical import (
     DEFAULT_OPTIONS,
     CanonicalOptions,
@@ -91,10 +91,8 @@ class DriftReport:
     likely_causes: tuple[str, ...]
     #: Each named agent's LLM turns in ``a`` and in ``b`` (empty when no agent is named).
     agent_turns: tuple[tuple[str, int, int], ...] = ()
-    #: Whether the runs name two agents or more (then divergences name their agent).
-    several_agents: bool = False
-    #: What fed the first diverged tool call (:func:`.causal_graph.feeding_text`).
-    fed_by: str | None = None
+    several_agents: bool = False  # two agents or more are named: divergences name theirs
+    fed_by: str | None = None  # what fed the first diverged call (.causal_graph.fed_text)
 
     @property
     def matched(self) -> bool:
@@ -213,7 +211,8 @@ def drift_report(
     """
     if comparison is None:
         comparison = compare(a, b, options)
-    several = several_agents(a, b)
+    named = names_agents(a) or names_agents(b)
+    several = several_agents(a, b, named)
     found = named_agents(divergences, b) if several else tuple(divergences)
     if not found and (classified := classify(comparison, several)) is not None:
         found = (classified,)
@@ -232,7 +231,7 @@ def drift_report(
         likely_causes=()
         if first is None
         else tuple(likely_causes(a, b, first.step, options.volatile)),
-        agent_turns=agent_turns(a, b),
+        agent_turns=agent_turns(a, b, named),
         several_agents=several,
         fed_by=None if first is None else _fed_by(a, b, first),
     )
@@ -513,8 +512,11 @@ def _shape(value: Any, depth: int = 0) -> Any:
 
 
 def _fed_by(a: Sequence[Event], b: Sequence[Event], first: FirstDivergence) -> str | None:
+    """What fed the call where the runs part: in ``b``, else (a call it lacks) in ``a``."""
     path = first.changes[0].path if first.changes else ""
-    return fed_text(b, first.b_event, path) or fed_text(a, first.a_event, path)
+    if first.b_event is not None:
+        return fed_text(b, first.b_event, path)
+    return fed_text(a, first.a_event, path)
 
 
 def _results_before(events: Sequence[Event], step: int) -> list[Event]:
