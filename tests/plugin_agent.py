@@ -4,9 +4,11 @@ Each test writes a small project into its pytester directory: ``agent.py`` (a sc
 two tools and an agent loop, from ``data/plugin_agent.py.txt``) and one or more test files
 that use the ``rollout`` and ``golden`` fixtures, as a user's suite would. Goldens are
 recorded in-process (fast); the behaviour under test runs in-process, and again under
-pytest-xdist with ``-n 2`` in a subprocess (xdist in-process is not reliable). Tests of
-what xdist cannot change (usage errors, known bugs pinned as xfail) run in-process only:
-each xdist run costs seconds.
+pytest-xdist with ``-n 2`` in a subprocess (xdist in-process is not reliable) only where
+workers could change it: what the controller gathers from them (the summary counts, the
+unused goldens, the HTML report, CI annotations and job summary, unsaved runs), a report
+crossing from a worker, goldens written by several workers, receipts. Everything else runs
+in-process only: each xdist run costs seconds.
 """
 
 from __future__ import annotations

@@ -541,9 +541,8 @@ _TYPE = st.one_of(
 )
 
 
-@settings(
-    max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+# The profile's count (100; ``--hypothesis-profile=thorough``: 1000): each example is slow.
+@settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_TYPE, _DATA, st.integers(1, 100))
 def test_the_describers_say_what_their_reference_says(
     kind: str, data: dict[str, Any], limit: int

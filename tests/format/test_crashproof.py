@@ -31,7 +31,8 @@ CLI_SETTINGS: Final = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-PYTEST_SETTINGS: Final = settings(CLI_SETTINGS, max_examples=15)
+#: Each example is a whole pytest run: a few drawn ones beside the explicit ``@example`` cases.
+PYTEST_SETTINGS: Final = settings(CLI_SETTINGS, max_examples=5)
 
 TS: Final = "2026-06-28T12:34:56.000000Z"
 

@@ -347,7 +347,7 @@ def test_json_alphabet_soup_only_raises_the_typed_error(data: bytes, limits: Lim
 # -- (b) random JSON, with mutations -------------------------------------------------------
 
 
-@FUZZ
+@settings(FUZZ, max_examples=50)
 @given(data=hostile_files(), limits=LIMITS)
 def test_random_json_lines_agree_with_the_oracle(data: bytes, limits: Limits) -> None:
     agrees(data, limits)

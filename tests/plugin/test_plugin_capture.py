@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from plugin_agent import IN_PROCESS, WEATHER_TEST, XDIST, record, run, write_project
+from plugin_agent import IN_PROCESS, WEATHER_TEST, record, run, write_project
 
 from pytest_rollout import load
 from pytest_rollout.store.capture import is_run_id
@@ -32,14 +32,13 @@ def today() -> str:
     return datetime.now(UTC).date().isoformat()
 
 
-@XDIST
 def test_every_run_is_captured_in_record_and_compare_mode(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = project.path / "runs"
     monkeypatch.setenv("ROLLOUT_DIR", str(root))
     record(project).assert_outcomes(passed=1)
-    run(project, xdist).assert_outcomes(passed=1)
+    run(project, ()).assert_outcomes(passed=1)
     files = captured(root)
     assert len(files) == 2
     for path in files:

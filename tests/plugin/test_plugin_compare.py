@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 from plugin_agent import (
-    N2,
     WEATHER_TEST,
     failure_sections,
     live_calls,
@@ -22,7 +21,6 @@ from plugin_agent import (
     ("flag", "xdist"),
     [
         pytest.param((), (), id="default-serial"),
-        pytest.param((), N2, id="default-xdist"),
         pytest.param(("--rollout-compare",), (), id="flag-serial"),
     ],
 )

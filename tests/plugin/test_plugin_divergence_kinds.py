@@ -9,7 +9,7 @@ the test asserts, or the agent swallows it and the test asserts nothing.
 from __future__ import annotations
 
 import pytest
-from plugin_agent import XDIST, failure_sections, live_calls, record, run, write_project
+from plugin_agent import failure_sections, live_calls, record, run, write_project
 
 KINDS_TEST = """
 import os
@@ -143,15 +143,14 @@ TOOL_CALL_MISMATCH = (
 )
 
 
-@XDIST
 def test_report_reaches_the_user_however_the_agent_handles_the_error(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_project(pytester, test_three_ways=THREE_WAYS_TEST)
     record(pytester).assert_outcomes(passed=3)
     monkeypatch.setenv("APPLY_CHANGE", "1")
 
-    result = run(pytester, xdist, "-v", *NO_TRUNCATION)
+    result = run(pytester, (), "-v", *NO_TRUNCATION)
 
     result.assert_outcomes(failed=3)
     sections = failure_sections(result)

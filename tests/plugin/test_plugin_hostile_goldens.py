@@ -257,7 +257,7 @@ def test_a_changed_golden_never_passes_builds_nothing_and_prints_nothing_raw(
     run_showing_warnings(pytester).assert_outcomes(passed=2)  # as recorded, both replay green
 
     @settings(
-        max_examples=25,
+        max_examples=10,  # each example is a whole pytest run
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

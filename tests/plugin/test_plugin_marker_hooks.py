@@ -8,7 +8,7 @@ that same field, so each pass is the mechanism's doing.
 from __future__ import annotations
 
 import pytest
-from plugin_agent import XDIST, failure_sections, goldens, live_calls, record, run, write_project
+from plugin_agent import failure_sections, goldens, live_calls, record, run, write_project
 
 CONFTEST = """
 def pytest_rollout_ignore(config, item):
@@ -81,10 +81,7 @@ def test_marker_mode_full(rollout, golden):
 """
 
 
-@XDIST
-def test_marker_hook_and_ini_settings_apply_per_test(
-    pytester: pytest.Pytester, xdist: tuple[str, ...]
-) -> None:
+def test_marker_hook_and_ini_settings_apply_per_test(pytester: pytest.Pytester) -> None:
     write_project(pytester, test_marker=MARKER_TEST)
     pytester.makeconftest(CONFTEST)
     pytester.makeini(INI)
@@ -99,7 +96,7 @@ def test_marker_hook_and_ini_settings_apply_per_test(
         "test_marker/test_marker_mode_full.jsonl",
     ]
 
-    result = run(pytester, xdist, "-v")
+    result = run(pytester, (), "-v")
 
     result.assert_outcomes(passed=6, failed=1)
     sections = failure_sections(result)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plugin_agent import WEATHER_TEST, XDIST, goldens, live_calls, run, write_project
+from plugin_agent import WEATHER_TEST, goldens, live_calls, run, write_project
 
 PARAMETRIZED_TEST = """
 import pytest
@@ -19,13 +19,10 @@ def test_city(rollout, golden, city):
 """
 
 
-@XDIST
-def test_missing_golden_names_the_file_and_the_record_command(
-    pytester: pytest.Pytester, xdist: tuple[str, ...]
-) -> None:
+def test_missing_golden_names_the_file_and_the_record_command(pytester: pytest.Pytester) -> None:
     write_project(pytester, test_weather=WEATHER_TEST, test_params=PARAMETRIZED_TEST)
 
-    result = run(pytester, xdist)
+    result = run(pytester, ())
 
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(

@@ -4,7 +4,7 @@ service and pass. The service here is a local one, on 127.0.0.1, as every test's
 from __future__ import annotations
 
 import pytest
-from plugin_agent import XDIST, failure_sections, record, run
+from plugin_agent import failure_sections, record, run
 
 #: An agent whose model is wired through the plugin, and which also calls a service with a
 #: client of its own (as a framework that ignores the client it is given does), swallowing
@@ -65,15 +65,14 @@ def hits(pytester: pytest.Pytester) -> int:
     return found.read_text(encoding="utf-8").count("hit") if found.exists() else 0
 
 
-@XDIST
 def test_a_sealed_replay_refuses_an_unwired_client_even_when_the_agent_swallows_it(
-    pytester: pytest.Pytester, xdist: tuple[str, ...]
+    pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_unwired=UNWIRED_TEST)
     record(pytester).assert_outcomes(passed=1)  # recording is live: the service is called
     assert hits(pytester) == 1
 
-    result = run(pytester, xdist, "-o", "rollout_network=sealed")
+    result = run(pytester, (), "-o", "rollout_network=sealed")
 
     result.assert_outcomes(failed=1)
     assert hits(pytester) == 1  # nothing reached the service

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from plugin_agent import N2, WEATHER_TEST, XDIST, goldens, live_calls, record, run, write_project
+from plugin_agent import WEATHER_TEST, goldens, live_calls, record, run, write_project
 
 import pytest_rollout
 
@@ -21,7 +21,6 @@ STORE = ("--rollout-golden-dir=store",)
     ("record_args", "ini", "compare_args", "xdist"),
     [
         pytest.param(STORE, "", ("--rollout-compare=store",), (), id="compare-serial"),
-        pytest.param(STORE, "", ("--rollout-compare=store",), N2, id="compare-xdist"),
         pytest.param(STORE, "", STORE, (), id="golden-dir-serial"),
         pytest.param((), "rollout_golden_dir = store", (), (), id="ini-serial"),
     ],
@@ -73,16 +72,15 @@ def test_an_unknown_ini_rollout_mode_is_a_usage_error(pytester: pytest.Pytester)
     result.stderr.fnmatch_lines(["ERROR: rollout_mode must be dry or full, got 'wet'"])
 
 
-@XDIST
 def test_rollout_dir_saves_each_run_for_rollout_diff(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_project(pytester, test_weather=WEATHER_TEST)
     record(pytester).assert_outcomes(passed=1)
     monkeypatch.setenv("AGENT_CHANGE", "argument")
 
     monkeypatch.delenv("ROLLOUT_DIR", raising=False)
-    result = run(pytester, xdist, "--rollout-dir=runs")
+    result = run(pytester, (), "--rollout-dir=runs")
 
     result.assert_outcomes(failed=1)
     (path,) = (pytester.path / "runs").rglob("*.jsonl")

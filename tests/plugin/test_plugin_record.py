@@ -116,16 +116,15 @@ def test_record_writes_one_golden_per_passing_test(
         assert loaded.events[-1].data["output"] == "It is 18.5 C with light rain in Paris."
 
 
-@XDIST
 def test_rerecord_writes_only_what_changed(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_project(pytester, test_record=RECORD_TEST)
     run(pytester, (), "--rollout-record").assert_outcomes(passed=PASSED, failed=1)
     root = pytester.path / "golden"
     before = snapshot(root)
 
-    again = run(pytester, xdist, "--rollout-record")
+    again = run(pytester, (), "--rollout-record")
 
     again.stdout.fnmatch_lines(
         [

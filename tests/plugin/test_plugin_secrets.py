@@ -104,13 +104,12 @@ def test_no_secret_reaches_a_golden_or_a_captured_run(project: pytest.Pytester) 
     assert b"key of ada: [REDACTED:openai-key:sha256:" in hashed
 
 
-@XDIST
 def test_a_replay_with_another_token_in_the_environment_still_matches(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project.runpytest_inprocess(*IN_PROCESS, "--rollout-record").assert_outcomes(passed=3)
     monkeypatch.setenv("SERVICE_TOKEN", OTHER_TOKEN)
-    result = run(project, xdist)
+    result = run(project, ())
     # Redacted and hashed, the goldens match; verbatim, the golden holds the first token, and
     # this machine's prompt differs.
     result.assert_outcomes(passed=2, failed=1)

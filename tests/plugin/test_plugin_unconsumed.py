@@ -7,7 +7,7 @@ key, or ``@pytest.mark.rollout(allow_unconsumed=True)`` on one test.
 from __future__ import annotations
 
 import pytest
-from plugin_agent import N2, XDIST, failure_sections, live_calls, record, run, write_project
+from plugin_agent import failure_sections, live_calls, record, run, write_project
 
 STOPS_EARLY_TEST = """
 import os
@@ -35,15 +35,14 @@ def test_stops_early_allowed(rollout):
 """
 
 
-@XDIST
 def test_unconsumed_turns_fail_the_test(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_project(pytester, test_early=STOPS_EARLY_TEST)
     record(pytester).assert_outcomes(passed=2)
     monkeypatch.setenv("APPLY_CHANGE", "1")
 
-    result = run(pytester, xdist)
+    result = run(pytester, ())
 
     # The marker lets one test through; the other fails though it asserts nothing on
     # the rollout.
@@ -65,7 +64,6 @@ def test_unconsumed_turns_fail_the_test(
     ("args", "ini", "xdist"),
     [
         pytest.param(("--rollout-allow-unconsumed",), "", (), id="flag-serial"),
-        pytest.param(("--rollout-allow-unconsumed",), "", N2, id="flag-xdist"),
         pytest.param((), "[pytest]\nrollout_allow_unconsumed = true\n", (), id="ini-serial"),
     ],
 )

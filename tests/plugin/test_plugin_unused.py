@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from plugin_agent import WEATHER_TEST, XDIST, goldens, record, run, write_project
+from plugin_agent import N2, WEATHER_TEST, XDIST, goldens, record, run, write_project
 
 TWO_TESTS = """
 from agent import TOOLS, ScriptedLLM, agent
@@ -87,9 +87,14 @@ def test_unused_goldens_are_listed_then_removed_by_a_full_record(
     assert not (pytester.path / "golden" / "test_deleted").exists()
 
 
-@XDIST
 @pytest.mark.parametrize(
-    "narrowed", [("-k", "test_one"), ("test_b.py",)], ids=["deselected", "file-argument"]
+    ("narrowed", "xdist"),
+    [
+        pytest.param(("-k", "test_one"), (), id="deselected-serial"),
+        # Under xdist each worker deselects on its own: the controller must hear of it.
+        pytest.param(("-k", "test_one"), N2, id="deselected-xdist"),
+        pytest.param(("test_b.py",), (), id="file-argument-serial"),
+    ],
 )
 def test_a_narrowed_record_removes_nothing(
     pytester: pytest.Pytester, xdist: tuple[str, ...], narrowed: tuple[str, ...]

@@ -178,9 +178,8 @@ ARGUMENT_REPORT = [
 ]
 
 
-@XDIST
 def test_a_realistic_change_fails_with_the_first_divergence_report(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     create(pytester, monkeypatch)
     before = files(pytester)
@@ -189,13 +188,12 @@ def test_a_realistic_change_fails_with_the_first_divergence_report(
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
 
-    result = run(pytester, xdist)
+    result = run(pytester, ())
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*_ test_weather[[]Paris[]] _*",
-            *([] if not xdist else ["[[]gw?[]] *"]),
             *(literal(line) for line in ARGUMENT_REPORT),
         ],
         consecutive=True,
@@ -204,13 +202,13 @@ def test_a_realistic_change_fails_with_the_first_divergence_report(
     result.stdout.no_fnmatch_line("*[[]+ received[]]*")  # no line diff
     assert files(pytester) == before  # a failure writes nothing
 
-    updated = run(pytester, xdist, "--snapshot-update")
+    updated = run(pytester, (), "--snapshot-update")
 
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["1 snapshot updated."])
     assert '"city":"PARIS"' in (pytester.path / PARIS).read_text(encoding="utf-8")
     after = files(pytester)
-    run(pytester, xdist).assert_outcomes(passed=1)
+    run(pytester, ()).assert_outcomes(passed=1)
     assert files(pytester) == after  # the unchanged run leaves the updated snapshot alone
 
 

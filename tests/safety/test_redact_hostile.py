@@ -159,7 +159,7 @@ ENV = {
     "DB_PASSWORD": 'p"w\\12345678',
     "API_SECRET": "clé-secrète-9",  # written escaped too: cl\u00e9-secr\u00e8te-9
 }
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check_promises(redactor: Redactor, data: dict[str, Any]) -> None:
