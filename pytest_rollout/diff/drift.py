@@ -40,7 +40,6 @@ from .canonical import (
     in_announced_order,
     tool_order,
 )
-from .causal_graph import fed_text
 from .compare import Comparison, FirstDivergence, StepStatus, compare
 from .divergence import Divergence, classify, named_agents
 from .score import RunSummary, Score, score, summarize
@@ -73,7 +72,6 @@ class ToolCallDrift:
     b_arguments: Any
 
 
-#: The events whose difference leads replay's own divergences (see DriftReport.leading).
 _LEADS_REPLAY: Final = frozenset({RUN_STARTED, GUARDRAIL_CHECKED, TOOL_HOOK_MUTATION, HANDOFF})
 
 
@@ -513,6 +511,8 @@ def _shape(value: Any, depth: int = 0) -> Any:
 
 def _fed_by(a: Sequence[Event], b: Sequence[Event], first: FirstDivergence) -> str | None:
     """What fed the call where the runs part: in ``b``, else (a call it lacks) in ``a``."""
+    from .causal_graph import fed_text  # noqa: PLC0415  (only a run that diverged needs it)
+
     path = first.changes[0].path if first.changes else ""
     if first.b_event is not None:
         return fed_text(b, first.b_event, path)
