@@ -43,7 +43,10 @@ class Agents:
         if named is not None:
             return named
         for resolve in self._resolvers:
-            found = resolve()
+            try:
+                found = resolve()
+            except Exception:  # one framework's failure must not hide another's answer
+                continue
             if found:
                 return found
         return None
