@@ -63,11 +63,11 @@ def agents_named(events: Sequence[Event]) -> list[str]:
     return list(seen)
 
 
-def _blind(events: Sequence[Event]) -> Sequence[Event]:
-    """The run without its agents' names and handoffs."""
+def _without_handoffs(events: Sequence[Event], *, names: bool) -> Sequence[Event]:
+    """The run without its handoffs, and, with ``names``, without its agents' names."""
     kept = [
         e._replace(data={k: v for k, v in e.data.items() if k != "agent"})
-        if "agent" in e.data
+        if names and "agent" in e.data
         else e
         for e in events
         if e.type != HANDOFF
@@ -80,22 +80,23 @@ def agent_pair(a: Sequence[Event], b: Sequence[Event]) -> tuple[Sequence[Event],
     agents, else both agent-blind; without their handoffs when only one run marks them."""
     named_a, named_b = names_agents(a), names_agents(b)
     if named_a != named_b:
-        return (_blind(a) if named_a else a), (_blind(b) if named_b else b)
+        blind_a = _without_handoffs(a, names=True) if named_a else a
+        return blind_a, _without_handoffs(b, names=True) if named_b else b
+    if not named_a:  # neither names an agent, so neither marks a handoff
+        return a, b
     handed_a, handed_b = _hands_over(a), _hands_over(b)
     if handed_a == handed_b:
         return a, b
     # One run marks its handoffs, the other (an imported trace) names its agents only: the
     # names are compared, the marks are not.
-    return (_unhanded(a) if handed_a else a), (_unhanded(b) if handed_b else b)
+    return (
+        _without_handoffs(a, names=False) if handed_a else a,
+        _without_handoffs(b, names=False) if handed_b else b,
+    )
 
 
 def _hands_over(events: Sequence[Event]) -> bool:
     return any(e.type == HANDOFF for e in events)
-
-
-def _unhanded(events: Sequence[Event]) -> Sequence[Event]:
-    kept = [e for e in events if e.type != HANDOFF]
-    return JsonEvents(kept) if isinstance(events, JsonEvents) else kept
 
 
 def only_agent(events: Sequence[Event], agent: str) -> Sequence[Event]:
@@ -138,21 +139,15 @@ def turns_by_agent(events: Sequence[Event]) -> dict[str, int]:
     return counts
 
 
-def several_agents(a: Sequence[Event], b: Sequence[Event], named: bool | None = None) -> bool:
+def several_agents(a: Sequence[Event], b: Sequence[Event]) -> bool:
     """Whether the two runs name two agents or more between them (a framework names its one
     agent in every run: a report then has no need to say whose a divergence is)."""
-    if not (named if named is not None else names_agents(a) or names_agents(b)):
-        return False
     return len({*agents_named(a), *agents_named(b)}) > 1
 
 
-def agent_turns(
-    a: Sequence[Event], b: Sequence[Event], named: bool | None = None
-) -> tuple[tuple[str, int, int], ...]:
+def agent_turns(a: Sequence[Event], b: Sequence[Event]) -> tuple[tuple[str, int, int], ...]:
     """Each agent either run names, with its LLM turns in ``a`` and in ``b``; empty unless
     the runs name two agents or more (one agent's turns are the run's)."""
-    if not (named if named is not None else names_agents(a) or names_agents(b)):
-        return ()
     turns_a, turns_b = turns_by_agent(a), turns_by_agent(b)
     names = list(dict.fromkeys([*turns_a, *turns_b]))
     if len(names) < 2:
@@ -169,7 +164,7 @@ def router_at(events: Sequence[Event], event: Event | None) -> str | None:
         return agent_of(event)
     router = None
     for earlier in events:
-        if earlier is event or earlier.seq >= event.seq:
+        if earlier.seq >= event.seq:
             break
         if earlier.type == HANDOFF:
             router = agent_of(earlier)

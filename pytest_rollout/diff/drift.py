@@ -41,7 +41,7 @@ from .canonical import (
     tool_order,
 )
 from .compare import Comparison, FirstDivergence, StepStatus, compare
-from .divergence import Divergence, classify, named_agents
+from .divergence import Divergence, DivergenceKind, classify, named_agents
 from .score import RunSummary, Score, score, summarize
 from .volatile import BUILTIN, Renaming, Volatile
 
@@ -137,10 +137,10 @@ class DriftReport:
             return found
         if event.type == RUN_STARTED and found[0].step == 0:
             return found
-        if first.changes and all(c.path.startswith("data.before") for c in first.changes):
-            return found  # a hook given other arguments: replay says where they came from
         classified = classify(self.comparison, self.several_agents)
-        return found if classified is None else (classified, *found)
+        if classified is None or classified.kind is DivergenceKind.TOOL_CALL_MISMATCH:
+            return found  # a hook given other arguments: replay says where they came from
+        return (classified, *found)
 
     @property
     def headline(self) -> Divergence | None:
@@ -210,7 +210,7 @@ def drift_report(
     if comparison is None:
         comparison = compare(a, b, options)
     named = names_agents(a) or names_agents(b)
-    several = several_agents(a, b, named)
+    several = named and several_agents(a, b)
     found = named_agents(divergences, b) if several else tuple(divergences)
     if not found and (classified := classify(comparison, several)) is not None:
         found = (classified,)
@@ -229,7 +229,7 @@ def drift_report(
         likely_causes=()
         if first is None
         else tuple(likely_causes(a, b, first.step, options.volatile)),
-        agent_turns=agent_turns(a, b, named),
+        agent_turns=agent_turns(a, b) if named else (),
         several_agents=several,
         fed_by=None if first is None else _fed_by(a, b, first),
     )

@@ -218,7 +218,8 @@ class _Checker:
         if turn is None:
             return
         if turn.data.get("remote") is True or _handed_to_another(turn, following):
-            # Asked for by an agent in another process, which ran its tools there.
+            # Asked for by an agent in another process, which ran its tools there, or
+            # answered by the other agent that took the next turn.
             self.waiting = {}
             return
         for call_id, name in self.waiting.values():

@@ -434,7 +434,8 @@ def agent_problem(data: Mapping[str, Any]) -> str | None:
 def schema_problem(event_type: str, data: Mapping[str, Any]) -> str | None:
     """What is wrong with ``data`` for an event of ``event_type`` (e.g. ``data.tool_calls[0]
     .name must be a string, got an array``), or ``None`` when it fits the schema."""
-    if "agent" in data and (problem := agent_problem(data)) is not None:
-        return problem
     check = CHECKS.get(event_type)
-    return None if check is None else check(data)
+    problem = None if check is None else check(data)
+    if problem is None and "agent" in data:  # in the loader's order: the type's fields first
+        problem = agent_problem(data)
+    return problem

@@ -78,7 +78,7 @@ class Hooks:
                 before = _arguments(args, kwargs)
                 recorded = self._recorded(TOOL_HOOK_MUTATION, hook_name, before)
                 if recorded is not None:
-                    return self._serve(TOOL_HOOK_MUTATION, recorded)
+                    return _served(recorded)
                 try:
                     result = await hook(*args, **kwargs)
                 except Exception as exc:
@@ -94,7 +94,7 @@ class Hooks:
             before = _arguments(args, kwargs)
             recorded = self._recorded(TOOL_HOOK_MUTATION, hook_name, before)
             if recorded is not None:
-                return self._serve(TOOL_HOOK_MUTATION, recorded)
+                return _served(recorded)
             try:
                 result = hook(*args, **kwargs)
             except Exception as exc:
@@ -177,12 +177,6 @@ class Hooks:
         self._record(event_type, again)
         return data
 
-    def _serve(self, event_type: str, recorded: Mapping[str, Any]) -> Any:
-        error = recorded.get("error")
-        if isinstance(error, Mapping):
-            raise rebuild_error(error)
-        return json_copy(recorded.get("after"))
-
     def _diverge(self, event_type: str, name: str, served: int) -> ReplayDivergenceError:
         engine = self._engine
         what = "guardrail" if event_type == GUARDRAIL_CHECKED else "hook"
@@ -195,6 +189,14 @@ class Hooks:
         error = replay.diverge(DivergenceKind.GUARDRAIL_MISMATCH, engine.recorder.step, detail)
         engine.divergence_event(error)
         return error
+
+
+def _served(recorded: Mapping[str, Any]) -> Any:
+    """What a hook returned when recorded (a copy), or the error it raised, raised again."""
+    error = recorded.get("error")
+    if isinstance(error, Mapping):
+        raise rebuild_error(error)
+    return json_copy(recorded.get("after"))
 
 
 def _arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
